@@ -1,0 +1,55 @@
+export { abortedError, acquireLocks, type AcquireContext, describeKeys } from './acquire-locks.ts';
+export { deriveKey } from './derive-key.ts';
+export {
+  AdvisoryLockError,
+  type AdvisoryLockErrorCode,
+  type AdvisoryLockErrorOptions,
+  InvalidLockKeyError,
+  InvalidLockOptionsError,
+  LockAbortedError,
+  LockDeadlockError,
+  LockLostError,
+  LockNotAcquiredError,
+} from './errors.ts';
+export { type AdvisoryLockInfo, inspectLocks, inspectLocksStatement, isLocked, lockTag } from './inspect-locks.ts';
+export type { LockExecutor } from './lock-executor.ts';
+export {
+  type BigintLockKey,
+  compareLockKeys,
+  formatLockKey,
+  isLockKey,
+  type LockKey,
+  type LockKeyInput,
+  type LockKeyOptions,
+  lockKey,
+  type PairLockKey,
+} from './lock-key.ts';
+export {
+  DEFAULT_MAX_KEYS,
+  type LockOptions,
+  type LockRequest,
+  type LockTarget,
+  lockRequest,
+  withDefaults,
+} from './lock-options.ts';
+export {
+  backendPidStatement,
+  type LockScope,
+  type LockStatements,
+  lockStatements,
+  releaseStatements,
+  sessionUnlockStatements,
+} from './lock-statements.ts';
+export { acquireSessionLocks, releaseSessionLocks } from './session-locks.ts';
+export { SqlState, sqlStateOf } from './sql-state.ts';
+export { type Statement, statement } from './statement.ts';
+export {
+  assertNotAborted,
+  lockInTransaction,
+  notAcquiredError,
+  runTryWithLock,
+  runWithLock,
+  type TransactionDriver,
+  type TryResult,
+  tryLockInTransaction,
+} from './with-lock.ts';

@@ -1,0 +1,198 @@
+import { deriveKey } from './derive-key.ts';
+import { InvalidLockKeyError } from './errors.ts';
+
+const INT64_MIN = -(2n ** 63n);
+const INT64_MAX = 2n ** 63n - 1n;
+const INT32_MIN = -(2 ** 31);
+const INT32_MAX = 2 ** 31 - 1;
+const brand = Symbol.for('pglock.LockKey');
+
+/**
+ * A validated advisory-lock key. PostgreSQL has two lock spaces that never collide: one bigint
+ * (`pg_advisory_lock(bigint)`) and a pair of int4 (`pg_advisory_lock(int, int)`); `form` says which.
+ * Frozen; make one with {@link lockKey}.
+ */
+export type LockKey = BigintLockKey | PairLockKey;
+
+/** A key in PostgreSQL's single-bigint lock space. */
+export interface BigintLockKey {
+  readonly form: 'bigint';
+  readonly value: bigint;
+  /** The name it was derived from, when it came from a string. */
+  readonly name?: string;
+  /** The namespace mixed into the hash, when one was given. */
+  readonly namespace?: string;
+}
+
+/** A key in PostgreSQL's two-int4 lock space. */
+export interface PairLockKey {
+  readonly form: 'pair';
+  readonly pair: readonly [number, number];
+}
+
+/**
+ * What callers may pass as a key: a name (hashed per the key spec), a safe-integer `number` or an
+ * int64 `bigint` (used as is), `{ pair: [a, b] }` for the two-int4 form, or a {@link LockKey}.
+ * Arrays are never keys: where an API takes "one key or several", an array means several.
+ */
+export type LockKeyInput = string | number | bigint | { readonly pair: readonly [number, number] } | LockKey;
+
+/** Options of {@link lockKey}. */
+export interface LockKeyOptions {
+  /** Mixed into the hash of string names so that apps sharing a database do not collide. Ignored for numeric keys. */
+  readonly namespace?: string | undefined;
+}
+
+/**
+ * Validates `input` and returns the frozen {@link LockKey} it stands for. Throws
+ * {@link InvalidLockKeyError} for anything that is not a valid key, before any SQL exists.
+ *
+ * @example
+ * ```ts
+ * import { lockKey } from '@pglock/core';
+ *
+ * lockKey('leaderboard'); // { form: 'bigint', value: -3303389049216935462n, name: 'leaderboard' }
+ * lockKey('leaderboard', { namespace: 'my-app' });
+ * lockKey(42n);
+ * lockKey({ pair: [7, 1001] });
+ * ```
+ */
+export function lockKey(input: LockKeyInput, options: LockKeyOptions = {}): LockKey {
+  const { namespace } = options;
+  if (namespace !== undefined) assertValidNamespace(namespace);
+  if (typeof input === 'string') {
+    assertValidName(input);
+    return freeze({ form: 'bigint', value: deriveKey(input, namespace), name: input, namespace });
+  }
+  if (typeof input === 'bigint') {
+    if (input < INT64_MIN || input > INT64_MAX) {
+      throw new InvalidLockKeyError(`Lock key ${input}n is outside the int64 range PostgreSQL accepts.`, input);
+    }
+    return freeze({ form: 'bigint', value: input });
+  }
+  if (typeof input === 'number') {
+    if (!Number.isSafeInteger(input)) {
+      throw new InvalidLockKeyError(
+        `Lock key ${input} is not a safe integer; pass a bigint for values beyond 2^53, or a string name.`,
+        input,
+      );
+    }
+    return freeze({ form: 'bigint', value: BigInt(input) });
+  }
+  if (isLockKey(input)) return input;
+  if (typeof input === 'object' && input !== null && !Array.isArray(input) && 'pair' in input) {
+    return freeze({ form: 'pair', pair: validPair(input.pair, input) });
+  }
+  throw new InvalidLockKeyError(
+    `Unsupported lock key ${describe(input)}: use a string name, a safe-integer number, an int64 bigint or { pair: [a, b] }.`,
+    input,
+  );
+}
+
+/**
+ * True when `value` is a {@link LockKey} made by {@link lockKey} (from any copy of this package).
+ *
+ * @example
+ * ```ts
+ * import { isLockKey, lockKey } from '@pglock/core';
+ *
+ * isLockKey(lockKey('a')); // true
+ * isLockKey({ form: 'bigint', value: 1n }); // false: not validated
+ * ```
+ */
+export function isLockKey(value: unknown): value is LockKey {
+  return typeof value === 'object' && value !== null && (value as { [brand]?: unknown })[brand] === true;
+}
+
+/**
+ * Orders keys the same way in every process (bigint form first, then pairs, each ascending), so
+ * that two callers locking the same set cannot deadlock each other.
+ *
+ * @example
+ * ```ts
+ * import { compareLockKeys, lockKey } from '@pglock/core';
+ *
+ * const keys = ['b', 'a'].map((name) => lockKey(name)).sort(compareLockKeys);
+ * ```
+ */
+export function compareLockKeys(a: LockKey, b: LockKey): number {
+  if (a.form !== b.form) return a.form === 'bigint' ? -1 : 1;
+  if (a.form === 'bigint' && b.form === 'bigint') return a.value < b.value ? -1 : a.value > b.value ? 1 : 0;
+  const [a0, a1] = (a as PairLockKey).pair;
+  const [b0, b1] = (b as PairLockKey).pair;
+  return a0 - b0 || a1 - b1;
+}
+
+/**
+ * A short human-readable label for logs and error messages: the name when known, else the value.
+ *
+ * @example
+ * ```ts
+ * import { formatLockKey, lockKey } from '@pglock/core';
+ *
+ * formatLockKey(lockKey({ pair: [1, 2] })); // "(1, 2)"
+ * ```
+ */
+export function formatLockKey(key: LockKey): string {
+  if (key.form === 'pair') return `(${key.pair[0]}, ${key.pair[1]})`;
+  if (key.name === undefined) return `${key.value}`;
+  const label = key.name.length > 60 ? `${key.name.slice(0, 57)}...` : key.name;
+  return key.namespace === undefined ? JSON.stringify(label) : `${JSON.stringify(key.namespace)}:${JSON.stringify(label)}`;
+}
+
+function freeze<K extends LockKey>(key: K): K {
+  const clean = Object.fromEntries(Object.entries(key).filter(([, v]) => v !== undefined)) as K;
+  Object.defineProperty(clean, brand, { value: true });
+  if (clean.form === 'pair') Object.freeze(clean.pair);
+  return Object.freeze(clean);
+}
+
+function validPair(pair: unknown, input: unknown): readonly [number, number] {
+  if (!Array.isArray(pair) || pair.length !== 2) {
+    throw new InvalidLockKeyError('A pair key needs exactly two int32 numbers: { pair: [a, b] }.', input);
+  }
+  for (const part of pair) {
+    if (typeof part !== 'number' || !Number.isInteger(part) || part < INT32_MIN || part > INT32_MAX) {
+      throw new InvalidLockKeyError(
+        `Pair key member ${describe(part)} is not an int32 (${INT32_MIN}..${INT32_MAX}).`,
+        input,
+      );
+    }
+  }
+  return [pair[0] as number, pair[1] as number];
+}
+
+function assertValidName(name: string): void {
+  if (name.length === 0) throw new InvalidLockKeyError('Lock names must not be empty.', name);
+  if (!isWellFormed(name)) {
+    throw new InvalidLockKeyError(
+      'Lock name contains a lone UTF-16 surrogate, which has no UTF-8 form and so no key.',
+      name,
+    );
+  }
+}
+
+function assertValidNamespace(namespace: unknown): void {
+  if (typeof namespace !== 'string' || namespace.length === 0) {
+    throw new InvalidLockKeyError('A namespace must be a non-empty string.', namespace);
+  }
+  // 0x00 separates namespace from name in the hash, so a namespace containing it would be ambiguous.
+  if (namespace.includes('\u0000')) {
+    throw new InvalidLockKeyError('A namespace must not contain the NUL character (the separator).', namespace);
+  }
+  if (!isWellFormed(namespace)) {
+    throw new InvalidLockKeyError('Namespace contains a lone UTF-16 surrogate.', namespace);
+  }
+}
+
+function isWellFormed(text: string): boolean {
+  return !/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/.test(text);
+}
+
+function describe(value: unknown): string {
+  if (typeof value === 'number' || typeof value === 'boolean') return String(value);
+  if (typeof value === 'bigint') return `${value}n`;
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  return `of type ${typeof value}`;
+}

@@ -1,0 +1,5 @@
+import { runConformance } from '@pglock/test-kit';
+import { clientHarness, poolHarness } from './harness.ts';
+
+runConformance(poolHarness);
+runConformance(clientHarness);

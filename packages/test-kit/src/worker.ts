@@ -1,0 +1,51 @@
+// A child process of the conformance suite: opens its own adapter instance from the harness module
+// and runs one scenario, reporting progress as JSON lines on stdout.
+import type { AdapterHarness } from './harness.ts';
+
+const [moduleUrl, exportName, scenario, argsJson] = process.argv.slice(2);
+const url = process.env.DATABASE_URL;
+if (!moduleUrl || !exportName || !scenario || !url) throw new Error('usage: worker <moduleUrl> <export> <scenario> <json>');
+const args = JSON.parse(argsJson ?? '{}') as Record<string, unknown>;
+const harness = (await import(moduleUrl))[exportName] as AdapterHarness;
+const instance = await harness.open(url);
+const say = (event: Record<string, unknown>): void => {
+  process.stdout.write(`${JSON.stringify(event)}\n`);
+};
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+if (scenario === 'increment') {
+  // Read-sleep-write: loses updates unless the lock excludes every other process.
+  const { key, table, sections, sleepMs } = args as { key: string; table: string; sections: number; sleepMs: number };
+  say({ event: 'ready' });
+  for (let i = 0; i < sections; i++) {
+    await instance.withLock(key, async (sql) => {
+      const [entry] = await sql(`SELECT clock_timestamp()::text AS at, pg_backend_pid() AS pid, n FROM ${table}_counter WHERE id = 1`);
+      await sleep(sleepMs);
+      await sql(`UPDATE ${table}_counter SET n = $1::int WHERE id = 1`, [Number(entry?.n) + 1]);
+      await sql(`INSERT INTO ${table}_intervals (pid, entered, exited) VALUES ($1::int, $2::timestamptz, clock_timestamp())`, [
+        entry?.pid,
+        entry?.at,
+      ]);
+    });
+  }
+  say({ event: 'done' });
+} else if (scenario === 'hold') {
+  // Takes the lock and holds it until killed.
+  const { key } = args as { key: string };
+  await instance.withLock(key, async (sql) => {
+    const [row] = await sql('SELECT pg_backend_pid() AS pid');
+    say({ event: 'held', pid: Number(row?.pid) });
+    await new Promise(() => undefined);
+  });
+} else if (scenario === 'wait') {
+  // Waits for the lock, reports the moment it got it, and exits.
+  const { key } = args as { key: string };
+  say({ event: 'waiting' });
+  await instance.withLock(key, async (sql) => {
+    const [row] = await sql('SELECT pg_backend_pid() AS pid');
+    say({ event: 'held', pid: Number(row?.pid), at: Date.now() });
+  });
+} else {
+  throw new Error(`unknown scenario ${scenario}`);
+}
+await instance.close();
