@@ -46,7 +46,9 @@ export async function acquireLocks(
   const { keys, shared, timeoutMs, signal } = request;
   if (signal?.aborted) throw abortedError(request, signal.reason);
   if (signal !== undefined && timeoutMs !== 0 && executor.cancel === undefined) {
-    throw new InvalidLockOptionsError('This connection cannot cancel a server-side wait, so `signal` is not supported on it.');
+    throw new InvalidLockOptionsError(
+      'This connection cannot cancel a server-side wait, so `signal` is not supported on it.',
+    );
   }
   const statements = lockStatements(keys, context.scope, shared, timeoutMs);
   if (timeoutMs === 0) return attempt(executor, request, context, statements.attempt);
@@ -82,7 +84,8 @@ async function attempt(
 ): Promise<boolean> {
   // Transaction-scoped locks cannot be released one by one, so a partly failed multi-key try inside
   // the caller's transaction is undone with a savepoint; in a transaction of our own the rollback does it.
-  const needsSavepoint = context.scope === 'transaction' && !context.ownsTransaction && request.keys.length > 1;
+  const needsSavepoint =
+    context.scope === 'transaction' && !context.ownsTransaction && request.keys.length > 1;
   try {
     if (needsSavepoint) await executor.query(savepoint);
     let held = true;
@@ -112,19 +115,26 @@ async function cleanUp(executor: LockExecutor, request: LockRequest, context: Ac
 
 /** The error for a wait the caller's signal ended. */
 export function abortedError(request: LockRequest, reason: unknown, cause?: unknown): LockAbortedError {
-  return new LockAbortedError(`Waiting for ${describeKeys(request)} was aborted by the caller's signal; nothing was left locked.`, {
-    keys: request.keys,
-    reason,
-    cause: cause ?? reason,
-  });
+  return new LockAbortedError(
+    `Waiting for ${describeKeys(request)} was aborted by the caller's signal; nothing was left locked.`,
+    {
+      keys: request.keys,
+      reason,
+      cause: cause ?? reason,
+    },
+  );
 }
 
 function queryFailed(request: LockRequest, cause: unknown): AdvisoryLockError {
   const detail = cause instanceof Error ? `: ${cause.message}` : '';
-  return new AdvisoryLockError('LOCK_QUERY_FAILED', `Locking ${describeKeys(request)} failed in the database${detail}`, {
-    keys: request.keys,
-    cause,
-  });
+  return new AdvisoryLockError(
+    'LOCK_QUERY_FAILED',
+    `Locking ${describeKeys(request)} failed in the database${detail}`,
+    {
+      keys: request.keys,
+      cause,
+    },
+  );
 }
 
 /** "lock \"job\"" or "3 locks (\"a\", \"b\", 42)", for messages. */

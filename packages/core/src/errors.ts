@@ -88,7 +88,10 @@ export class LockNotAcquiredError extends AdvisoryLockError {
   /** The wait that elapsed: 0 for a single try, `undefined` when the server's own `lock_timeout` ended it. */
   readonly timeoutMs: number | undefined;
 
-  constructor(message: string, options: AdvisoryLockErrorOptions & { readonly timeoutMs: number | undefined }) {
+  constructor(
+    message: string,
+    options: AdvisoryLockErrorOptions & { readonly timeoutMs: number | undefined },
+  ) {
     super('LOCK_NOT_ACQUIRED', message, options);
     this.timeoutMs = options.timeoutMs;
   }

@@ -11,7 +11,13 @@ export {
   LockLostError,
   LockNotAcquiredError,
 } from './errors.ts';
-export { type AdvisoryLockInfo, inspectLocks, inspectLocksStatement, isLocked, lockTag } from './inspect-locks.ts';
+export {
+  type AdvisoryLockInfo,
+  inspectLocks,
+  inspectLocksStatement,
+  isLocked,
+  lockTag,
+} from './inspect-locks.ts';
 export type { LockExecutor } from './lock-executor.ts';
 export {
   type BigintLockKey,

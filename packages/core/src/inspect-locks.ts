@@ -97,7 +97,9 @@ const isLockedText = `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'ad
  */
 export async function isLocked(executor: LockExecutor, key: LockKey): Promise<boolean> {
   const { classid, objid, objsubid } = lockTag(key);
-  const [row] = await executor.query(statement(isLockedText, [String(classid), String(objid), String(objsubid)]));
+  const [row] = await executor.query(
+    statement(isLockedText, [String(classid), String(objid), String(objsubid)]),
+  );
   return row?.locked === true;
 }
 

@@ -66,7 +66,10 @@ export function lockKey(input: LockKeyInput, options: LockKeyOptions = {}): Lock
   }
   if (typeof input === 'bigint') {
     if (input < INT64_MIN || input > INT64_MAX) {
-      throw new InvalidLockKeyError(`Lock key ${input}n is outside the int64 range PostgreSQL accepts.`, input);
+      throw new InvalidLockKeyError(
+        `Lock key ${input}n is outside the int64 range PostgreSQL accepts.`,
+        input,
+      );
     }
     return freeze({ form: 'bigint', value: input });
   }
@@ -137,7 +140,9 @@ export function formatLockKey(key: LockKey): string {
   if (key.form === 'pair') return `(${key.pair[0]}, ${key.pair[1]})`;
   if (key.name === undefined) return `${key.value}`;
   const label = key.name.length > 60 ? `${key.name.slice(0, 57)}...` : key.name;
-  return key.namespace === undefined ? JSON.stringify(label) : `${JSON.stringify(key.namespace)}:${JSON.stringify(label)}`;
+  return key.namespace === undefined
+    ? JSON.stringify(label)
+    : `${JSON.stringify(key.namespace)}:${JSON.stringify(label)}`;
 }
 
 function freeze<K extends LockKey>(key: K): K {
@@ -178,7 +183,10 @@ function assertValidNamespace(namespace: unknown): void {
   }
   // 0x00 separates namespace from name in the hash, so a namespace containing it would be ambiguous.
   if (namespace.includes('\u0000')) {
-    throw new InvalidLockKeyError('A namespace must not contain the NUL character (the separator).', namespace);
+    throw new InvalidLockKeyError(
+      'A namespace must not contain the NUL character (the separator).',
+      namespace,
+    );
   }
   if (!isWellFormed(namespace)) {
     throw new InvalidLockKeyError('Namespace contains a lone UTF-16 surrogate.', namespace);

@@ -58,10 +58,17 @@ export interface LockRequest {
  * request.keys.length; // 2, in canonical order
  * ```
  */
-export function lockRequest(target: LockTarget, options: LockOptions = {}, defaults: LockOptions = {}): LockRequest {
+export function lockRequest(
+  target: LockTarget,
+  options: LockOptions = {},
+  defaults: LockOptions = {},
+): LockRequest {
   const merged = { ...defaults, ...stripUndefined(options) };
   const { timeoutMs, shared = false, signal, namespace, maxKeys = DEFAULT_MAX_KEYS } = merged;
-  if (timeoutMs !== undefined && (!Number.isInteger(timeoutMs) || timeoutMs < 0 || timeoutMs > MAX_TIMEOUT_MS)) {
+  if (
+    timeoutMs !== undefined &&
+    (!Number.isInteger(timeoutMs) || timeoutMs < 0 || timeoutMs > MAX_TIMEOUT_MS)
+  ) {
     throw new InvalidLockOptionsError(
       `timeoutMs must be an integer from 0 to ${MAX_TIMEOUT_MS} (got ${String(timeoutMs)}); omit it to wait without limit.`,
     );
@@ -70,10 +77,12 @@ export function lockRequest(target: LockTarget, options: LockOptions = {}, defau
   if (signal !== undefined && !isAbortSignal(signal)) {
     throw new InvalidLockOptionsError('signal must be an AbortSignal.');
   }
-  if (!Number.isInteger(maxKeys) || maxKeys < 1) throw new InvalidLockOptionsError('maxKeys must be a positive integer.');
+  if (!Number.isInteger(maxKeys) || maxKeys < 1)
+    throw new InvalidLockOptionsError('maxKeys must be a positive integer.');
 
   const inputs: readonly unknown[] = Array.isArray(target) ? target : [target];
-  if (inputs.length === 0) throw new InvalidLockKeyError('Lock at least one key (got an empty array).', target);
+  if (inputs.length === 0)
+    throw new InvalidLockKeyError('Lock at least one key (got an empty array).', target);
   if (inputs.length > maxKeys) {
     throw new InvalidLockKeyError(
       `${inputs.length} keys in one call exceed maxKeys (${maxKeys}); PostgreSQL's shared lock table is small and shared by every session.`,
@@ -86,7 +95,9 @@ export function lockRequest(target: LockTarget, options: LockOptions = {}, defau
 
 function canonical(keys: readonly LockKey[]): readonly LockKey[] {
   const sorted = [...keys].sort(compareLockKeys);
-  return Object.freeze(sorted.filter((key, i) => i === 0 || compareLockKeys(sorted[i - 1] as LockKey, key) !== 0));
+  return Object.freeze(
+    sorted.filter((key, i) => i === 0 || compareLockKeys(sorted[i - 1] as LockKey, key) !== 0),
+  );
 }
 
 function isAbortSignal(value: unknown): value is AbortSignal {

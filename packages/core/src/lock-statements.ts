@@ -21,7 +21,11 @@ function groups(keys: readonly LockKey[]): KeyGroup[] {
   const pairs = keys.flatMap((key) => (key.form === 'pair' ? [key.pair] : []));
   const result: KeyGroup[] = [];
   if (bigints.length > 0) {
-    result.push({ source: 'unnest($N::text::bigint[]) WITH ORDINALITY AS s(k, i)', args: 'u.k', values: [arrayLiteral(bigints)] });
+    result.push({
+      source: 'unnest($N::text::bigint[]) WITH ORDINALITY AS s(k, i)',
+      args: 'u.k',
+      values: [arrayLiteral(bigints)],
+    });
   }
   if (pairs.length > 0) {
     result.push({
@@ -92,7 +96,9 @@ export function lockStatements(
     wait: groups(keys).map((g) =>
       timeoutMs === undefined
         ? statement(
-            numbered(`SELECT count(*)::int AS locked FROM (SELECT ${lock}(${g.args}) FROM ${g.source.replace(' AS s', ' AS u')}) AS l`),
+            numbered(
+              `SELECT count(*)::int AS locked FROM (SELECT ${lock}(${g.args}) FROM ${g.source.replace(' AS s', ' AS u')}) AS l`,
+            ),
             g.values,
           )
         : statement(
@@ -111,7 +117,9 @@ export function lockStatements(
     ),
     attempt: groups(keys).map((g) =>
       statement(
-        numbered(`SELECT u.i::int AS i, ${attempt}(${g.args}) AS ok FROM ${g.source.replace(' AS s', ' AS u')}`),
+        numbered(
+          `SELECT u.i::int AS i, ${attempt}(${g.args}) AS ok FROM ${g.source.replace(' AS s', ' AS u')}`,
+        ),
         g.values,
       ),
     ),
@@ -162,7 +170,10 @@ export function sessionUnlockStatements(keys: readonly LockKey[], shared: boolea
 export function releaseStatements(keys: readonly LockKey[], shared: boolean): readonly Statement[] {
   const unlock = fn('session', shared, 'unlock');
   return groups(keys).map((g) =>
-    statement(numbered(`SELECT u.i::int AS i, ${unlock}(${g.args}) AS ok FROM ${g.source.replace(' AS s', ' AS u')}`), g.values),
+    statement(
+      numbered(`SELECT u.i::int AS i, ${unlock}(${g.args}) AS ok FROM ${g.source.replace(' AS s', ' AS u')}`),
+      g.values,
+    ),
   );
 }
 

@@ -33,17 +33,24 @@ export function acquireSessionLocks(executor: LockExecutor, request: LockRequest
  * await releaseSessionLocks(pinnedExecutor, lockRequest('leader'));
  * ```
  */
-export async function releaseSessionLocks(executor: LockExecutor, request: Pick<LockRequest, 'keys' | 'shared'>): Promise<void> {
+export async function releaseSessionLocks(
+  executor: LockExecutor,
+  request: Pick<LockRequest, 'keys' | 'shared'>,
+): Promise<void> {
   let notHeld = 0;
   for (const stmt of releaseStatements(request.keys, request.shared)) {
     let rows: readonly Record<string, unknown>[];
     try {
       rows = await executor.query(stmt);
     } catch (cause) {
-      throw new AdvisoryLockError('LOCK_QUERY_FAILED', `Releasing the ${describeKeys(request)} failed in the database.`, {
-        keys: request.keys,
-        cause,
-      });
+      throw new AdvisoryLockError(
+        'LOCK_QUERY_FAILED',
+        `Releasing the ${describeKeys(request)} failed in the database.`,
+        {
+          keys: request.keys,
+          cause,
+        },
+      );
     }
     notHeld += rows.filter((row) => row.ok !== true).length;
   }

@@ -14,7 +14,12 @@ const SQLSTATE = /^[0-9A-Z]{5}$/;
  */
 export function sqlStateOf(error: unknown, depth = 0): string | undefined {
   if (typeof error !== 'object' || error === null || depth > 5) return undefined;
-  const candidate = error as { code?: unknown; sqlState?: unknown; meta?: { code?: unknown }; cause?: unknown };
+  const candidate = error as {
+    code?: unknown;
+    sqlState?: unknown;
+    meta?: { code?: unknown };
+    cause?: unknown;
+  };
   for (const value of [candidate.code, candidate.sqlState, candidate.meta?.code]) {
     if (typeof value === 'string' && SQLSTATE.test(value) && !value.startsWith('P')) return value;
   }

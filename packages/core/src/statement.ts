@@ -25,10 +25,13 @@ export function statement(text: string, values: readonly string[] = []): Stateme
   const fragments = text.split(/\$\d+/);
   const placeholders = text.match(/\$\d+/g) ?? [];
   placeholders.forEach((placeholder, i) => {
-    if (placeholder !== `$${i + 1}`) throw new Error(`pglock bug: placeholder ${placeholder} out of order in: ${text}`);
+    if (placeholder !== `$${i + 1}`)
+      throw new Error(`pglock bug: placeholder ${placeholder} out of order in: ${text}`);
   });
   if (placeholders.length !== values.length) {
-    throw new Error(`pglock bug: ${values.length} values for ${placeholders.length} placeholders in: ${text}`);
+    throw new Error(
+      `pglock bug: ${values.length} values for ${placeholders.length} placeholders in: ${text}`,
+    );
   }
   return Object.freeze({ text, fragments: Object.freeze(fragments), values: Object.freeze([...values]) });
 }

@@ -62,7 +62,10 @@ export async function runTryWithLock<Tx, T>(
   let ours: LockNotAcquiredError | undefined;
   try {
     const value = await driver.transaction(async (tx) => {
-      const held = await acquireLocks(driver.executor(tx), request, { scope: 'transaction', ownsTransaction: true });
+      const held = await acquireLocks(driver.executor(tx), request, {
+        scope: 'transaction',
+        ownsTransaction: true,
+      });
       if (!held) {
         // Thrown (not returned) so that the ORM rolls the transaction back, releasing a partial multi-key try.
         ours = notAcquiredError(request);
@@ -89,7 +92,11 @@ export async function runTryWithLock<Tx, T>(
  * await lockInTransaction(executor, lockRequest(['account:1', 'account:2']));
  * ```
  */
-export async function lockInTransaction(executor: LockExecutor, request: LockRequest, ownsTransaction = false): Promise<void> {
+export async function lockInTransaction(
+  executor: LockExecutor,
+  request: LockRequest,
+  ownsTransaction = false,
+): Promise<void> {
   const held = await acquireLocks(executor, request, { scope: 'transaction', ownsTransaction });
   if (!held) throw notAcquiredError(request);
 }

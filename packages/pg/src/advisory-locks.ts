@@ -1,11 +1,29 @@
-import { type AdvisoryLockInfo, type LockKeyInput, type LockTarget, type TryResult, withDefaults } from '@pglock/core';
+import {
+  type AdvisoryLockInfo,
+  type LockKeyInput,
+  type LockTarget,
+  type TryResult,
+  withDefaults,
+} from '@pglock/core';
 import type { ClientOf, PgClientLike, PgQueryable } from './pg-types.ts';
-import { inspectLocks, isLocked, lock, type PgLockOptions, tryLock, tryWithLock, withLock } from './with-lock.ts';
+import {
+  inspectLocks,
+  isLocked,
+  lock,
+  type PgLockOptions,
+  tryLock,
+  tryWithLock,
+  withLock,
+} from './with-lock.ts';
 
 /** The adapter's functions bound to one pool (or client) and default options. */
 export interface PgAdvisoryLocks<C extends PgClientLike = PgClientLike> {
   withLock<T>(target: LockTarget, fn: (client: C) => Promise<T>, options?: PgLockOptions): Promise<T>;
-  tryWithLock<T>(target: LockTarget, fn: (client: C) => Promise<T>, options?: PgLockOptions): Promise<TryResult<T>>;
+  tryWithLock<T>(
+    target: LockTarget,
+    fn: (client: C) => Promise<T>,
+    options?: PgLockOptions,
+  ): Promise<TryResult<T>>;
   lock(client: PgClientLike, target: LockTarget, options?: PgLockOptions): Promise<void>;
   tryLock(client: PgClientLike, target: LockTarget, options?: PgLockOptions): Promise<boolean>;
   isLocked(key: LockKeyInput): Promise<boolean>;
@@ -28,10 +46,14 @@ export interface PgAdvisoryLocks<C extends PgClientLike = PgClientLike> {
  * });
  * ```
  */
-export function advisoryLocks<D extends PgQueryable>(db: D, defaults: PgLockOptions = {}): PgAdvisoryLocks<ClientOf<D>> {
+export function advisoryLocks<D extends PgQueryable>(
+  db: D,
+  defaults: PgLockOptions = {},
+): PgAdvisoryLocks<ClientOf<D>> {
   const { timeoutMs: _wait, ...tryDefaults } = defaults;
   return {
-    withLock: (target, fn, options) => withLock(db, target, (c) => fn(c as ClientOf<D>), withDefaults(defaults, options)),
+    withLock: (target, fn, options) =>
+      withLock(db, target, (c) => fn(c as ClientOf<D>), withDefaults(defaults, options)),
     tryWithLock: (target, fn, options) =>
       tryWithLock(db, target, (c) => fn(c as ClientOf<D>), withDefaults(tryDefaults, options)),
     lock: (client, target, options) => lock(client, target, withDefaults(defaults, options)),

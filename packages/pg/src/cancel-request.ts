@@ -13,7 +13,9 @@ const CANCEL_REQUEST_CODE = 80877102;
 export function sendCancelRequest(client: PgClientLike, timeoutMs = 5_000): Promise<void> {
   const { processID, secretKey } = client;
   if (typeof processID !== 'number' || typeof secretKey !== 'number') {
-    return Promise.reject(new Error('The connection has no cancel key (processID/secretKey); it cannot be cancelled.'));
+    return Promise.reject(
+      new Error('The connection has no cancel key (processID/secretKey); it cannot be cancelled.'),
+    );
   }
   const host = client.host ?? 'localhost';
   const port = client.port ?? 5432;

@@ -1,7 +1,13 @@
 export * from '@pglock/core';
 export { type PgAdvisoryLocks, advisoryLocks } from './advisory-locks.ts';
 export { sendCancelRequest } from './cancel-request.ts';
-export type { PgClientLike, PgPoolClientLike, PgPoolLike, PgQueryable, PgQueryResultLike } from './pg-types.ts';
+export type {
+  PgClientLike,
+  PgPoolClientLike,
+  PgPoolLike,
+  PgQueryable,
+  PgQueryResultLike,
+} from './pg-types.ts';
 export {
   acquireSessionLock,
   type SessionLock,
@@ -10,4 +16,12 @@ export {
   withSessionLock,
 } from './session-lock.ts';
 export type { IsolationLevel } from './transaction-driver.ts';
-export { inspectLocks, isLocked, lock, type PgLockOptions, tryLock, tryWithLock, withLock } from './with-lock.ts';
+export {
+  inspectLocks,
+  isLocked,
+  lock,
+  type PgLockOptions,
+  tryLock,
+  tryWithLock,
+  withLock,
+} from './with-lock.ts';

@@ -37,11 +37,15 @@ export type PgQueryable = PgPoolLike | PgClientLike;
 
 /** True for a pool; a client has no `totalCount`. */
 export function isPool(db: PgQueryable): db is PgPoolLike {
-  return typeof (db as PgPoolLike).totalCount === 'number' && typeof (db as PgPoolLike).connect === 'function';
+  return (
+    typeof (db as PgPoolLike).totalCount === 'number' && typeof (db as PgPoolLike).connect === 'function'
+  );
 }
 
 // Return types of a function with up to two overloads (pg.Pool's connect has a promise form and a callback form).
-type Returns<F> = F extends { (...args: infer _A): infer R1; (...args: infer _B): infer R2 } ? R1 | R2 : never;
+type Returns<F> = F extends { (...args: infer _A): infer R1; (...args: infer _B): infer R2 }
+  ? R1 | R2
+  : never;
 
 /**
  * The client a callback receives: what the pool's `connect()` resolves (`pg.PoolClient` for a

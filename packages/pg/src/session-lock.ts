@@ -54,7 +54,11 @@ export interface SessionLock extends AsyncDisposable {
  * while (!leader.signal.aborted) await runSchedulerTick();
  * ```
  */
-export async function acquireSessionLock(pool: PgPoolLike, target: LockTarget, options: SessionLockOptions = {}): Promise<SessionLock> {
+export async function acquireSessionLock(
+  pool: PgPoolLike,
+  target: LockTarget,
+  options: SessionLockOptions = {},
+): Promise<SessionLock> {
   const request = lockRequest(target, options);
   const handle = await takeSessionLock(pool, request, options.heartbeatMs);
   if (!handle) throw notAcquiredError(request);
@@ -116,7 +120,11 @@ export async function withSessionLock<T>(
   return result;
 }
 
-async function takeSessionLock(pool: PgPoolLike, request: LockRequest, heartbeatMs = 1_000): Promise<SessionLock | undefined> {
+async function takeSessionLock(
+  pool: PgPoolLike,
+  request: LockRequest,
+  heartbeatMs = 1_000,
+): Promise<SessionLock | undefined> {
   if (!Number.isInteger(heartbeatMs) || heartbeatMs < 10) {
     throw new AdvisoryLockError('INVALID_LOCK_OPTIONS', 'heartbeatMs must be an integer of at least 10.');
   }
@@ -189,7 +197,8 @@ class HeldSessionLock implements SessionLock {
     });
     try {
       const outcome = await Promise.race([this.#client.query('SELECT 1'), silent]);
-      if (outcome === 'timeout') this.#lose(new Error(`the connection did not answer a heartbeat within ${heartbeatMs} ms`));
+      if (outcome === 'timeout')
+        this.#lose(new Error(`the connection did not answer a heartbeat within ${heartbeatMs} ms`));
     } catch (error) {
       this.#lose(error);
     } finally {
@@ -204,10 +213,13 @@ class HeldSessionLock implements SessionLock {
     if (this.#controller.signal.aborted || this.#released) return;
     clearInterval(this.#timer);
     this.#controller.abort(
-      new LockLostError(`The session ${describeKeys(this.#request)} was lost: ${cause instanceof Error ? cause.message : String(cause)}.`, {
-        keys: this.keys,
-        cause,
-      }),
+      new LockLostError(
+        `The session ${describeKeys(this.#request)} was lost: ${cause instanceof Error ? cause.message : String(cause)}.`,
+        {
+          keys: this.keys,
+          cause,
+        },
+      ),
     );
     this.#destroy(cause);
   }

@@ -20,7 +20,9 @@ export function beginStatement(isolationLevel: IsolationLevel | undefined): stri
   if (isolationLevel === undefined) return 'BEGIN';
   const begin = BEGIN[isolationLevel];
   if (begin === undefined) {
-    throw new InvalidLockOptionsError(`isolationLevel must be one of ${Object.keys(BEGIN).join(', ')} (got ${String(isolationLevel)}).`);
+    throw new InvalidLockOptionsError(
+      `isolationLevel must be one of ${Object.keys(BEGIN).join(', ')} (got ${String(isolationLevel)}).`,
+    );
   }
   return begin;
 }

@@ -91,7 +91,11 @@ export async function tryWithLock<D extends PgQueryable, T>(
  * client.release();
  * ```
  */
-export async function lock(client: PgClientLike, target: LockTarget, options: LockOptions = {}): Promise<void> {
+export async function lock(
+  client: PgClientLike,
+  target: LockTarget,
+  options: LockOptions = {},
+): Promise<void> {
   await lockInTransaction(pgExecutor(client), lockRequest(target, options));
 }
 
@@ -106,7 +110,11 @@ export async function lock(client: PgClientLike, target: LockTarget, options: Lo
  * if (await tryLock(client, 'report')) await buildReport(client);
  * ```
  */
-export async function tryLock(client: PgClientLike, target: LockTarget, options: LockOptions = {}): Promise<boolean> {
+export async function tryLock(
+  client: PgClientLike,
+  target: LockTarget,
+  options: LockOptions = {},
+): Promise<boolean> {
   return tryLockInTransaction(pgExecutor(client), lockRequest(target, options, { timeoutMs: 0 }));
 }
 
@@ -121,7 +129,11 @@ export async function tryLock(client: PgClientLike, target: LockTarget, options:
  * console.log(await isLocked(pool, 'nightly-job'));
  * ```
  */
-export async function isLocked(db: PgQueryable, key: LockKeyInput, options: Pick<LockOptions, 'namespace'> = {}): Promise<boolean> {
+export async function isLocked(
+  db: PgQueryable,
+  key: LockKeyInput,
+  options: Pick<LockOptions, 'namespace'> = {},
+): Promise<boolean> {
   const resolved = lockKey(key, options);
   return coreIsLocked(pgExecutor(queryTarget(db)), resolved);
 }

@@ -5,8 +5,7 @@ import { advisoryLocks, type PgClientLike } from '../src/index.ts';
 
 const sqlOf =
   (client: PgClientLike): Sql =>
-  async (text, values = []) =>
-    [...(await client.query(text, [...values])).rows];
+  async (text, values = []) => [...(await client.query(text, [...values])).rows];
 
 /** The conformance harness for `@pglock/pg` over a `pg.Pool`. */
 export const poolHarness: AdapterHarness = {

@@ -17,7 +17,16 @@ export class Child {
     // The `source` condition makes workspace packages resolve to src/ (run by tsx), like the tests.
     this.process = spawn(
       process.execPath,
-      ['--conditions=source', '--import', 'tsx', workerPath, harness.moduleUrl, harness.exportName, scenario, JSON.stringify(args)],
+      [
+        '--conditions=source',
+        '--import',
+        'tsx',
+        workerPath,
+        harness.moduleUrl,
+        harness.exportName,
+        scenario,
+        JSON.stringify(args),
+      ],
       { env: { ...process.env, DATABASE_URL: url }, stdio: ['ignore', 'pipe', 'pipe'] },
     );
     this.process.stderr?.on('data', (chunk) => {
@@ -56,7 +65,8 @@ export class Child {
         },
       });
       this.exited.then((code) => {
-        if (code !== 0 && code !== null) reject(new Error(`worker exited with ${code}; stderr:\n${this.#stderr}`));
+        if (code !== 0 && code !== null)
+          reject(new Error(`worker exited with ${code}; stderr:\n${this.#stderr}`));
       });
     });
   }

@@ -61,7 +61,11 @@ export function useSuiteContext(harness: AdapterHarness): SuiteContext {
 }
 
 /** The reason a capability-gated suite is skipped, or undefined when it runs. */
-export function missing(capabilities: Capabilities, needed: keyof Capabilities, why: string): string | undefined {
+export function missing(
+  capabilities: Capabilities,
+  needed: keyof Capabilities,
+  why: string,
+): string | undefined {
   return capabilities[needed] ? undefined : why;
 }
 

@@ -25,7 +25,11 @@ export interface HarnessTransaction {
 /** One "app instance": the adapter over its own pool or client. */
 export interface AdapterInstance {
   withLock<T>(target: LockTarget, fn: (sql: Sql) => Promise<T>, options?: LockOptions): Promise<T>;
-  tryWithLock<T>(target: LockTarget, fn: (sql: Sql) => Promise<T>, options?: LockOptions): Promise<TryResult<T>>;
+  tryWithLock<T>(
+    target: LockTarget,
+    fn: (sql: Sql) => Promise<T>,
+    options?: LockOptions,
+  ): Promise<TryResult<T>>;
   /** Opens a transaction with the ORM's own API (committed when `fn` resolves, rolled back when it throws). */
   transaction<T>(fn: (tx: HarnessTransaction) => Promise<T>): Promise<T>;
   isLocked(key: LockKeyInput, options?: Pick<LockOptions, 'namespace'>): Promise<boolean>;

@@ -4,7 +4,8 @@ import type { AdapterHarness } from './harness.ts';
 
 const [moduleUrl, exportName, scenario, argsJson] = process.argv.slice(2);
 const url = process.env.DATABASE_URL;
-if (!moduleUrl || !exportName || !scenario || !url) throw new Error('usage: worker <moduleUrl> <export> <scenario> <json>');
+if (!moduleUrl || !exportName || !scenario || !url)
+  throw new Error('usage: worker <moduleUrl> <export> <scenario> <json>');
 const args = JSON.parse(argsJson ?? '{}') as Record<string, unknown>;
 const harness = (await import(moduleUrl))[exportName] as AdapterHarness;
 const instance = await harness.open(url);
@@ -15,17 +16,24 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 if (scenario === 'increment') {
   // Read-sleep-write: loses updates unless the lock excludes every other process.
-  const { key, table, sections, sleepMs } = args as { key: string; table: string; sections: number; sleepMs: number };
+  const { key, table, sections, sleepMs } = args as {
+    key: string;
+    table: string;
+    sections: number;
+    sleepMs: number;
+  };
   say({ event: 'ready' });
   for (let i = 0; i < sections; i++) {
     await instance.withLock(key, async (sql) => {
-      const [entry] = await sql(`SELECT clock_timestamp()::text AS at, pg_backend_pid() AS pid, n FROM ${table}_counter WHERE id = 1`);
+      const [entry] = await sql(
+        `SELECT clock_timestamp()::text AS at, pg_backend_pid() AS pid, n FROM ${table}_counter WHERE id = 1`,
+      );
       await sleep(sleepMs);
       await sql(`UPDATE ${table}_counter SET n = $1::int WHERE id = 1`, [Number(entry?.n) + 1]);
-      await sql(`INSERT INTO ${table}_intervals (pid, entered, exited) VALUES ($1::int, $2::timestamptz, clock_timestamp())`, [
-        entry?.pid,
-        entry?.at,
-      ]);
+      await sql(
+        `INSERT INTO ${table}_intervals (pid, entered, exited) VALUES ($1::int, $2::timestamptz, clock_timestamp())`,
+        [entry?.pid, entry?.at],
+      );
     });
   }
   say({ event: 'done' });

@@ -9,63 +9,76 @@ export function exclusionSuite(ctx: SuiteContext): void {
   const noProcesses = missing(capabilities, 'multiProcess', 'the adapter cannot run in child processes');
   const noContention = missing(capabilities, 'contention', 'one connection only: nothing can contend');
 
-  describe.skipIf(noProcesses)(`mutual exclusion across processes${noProcesses ? ` (skipped: ${noProcesses})` : ''}`, () => {
-    it('4 processes × 50 read-sleep-write sections: exact count, no overlapping intervals', async () => {
-      const table = ctx.table();
-      await ctx.backdoor.query(`CREATE TABLE ${table}_counter (id int PRIMARY KEY, n int NOT NULL)`);
-      await ctx.backdoor.query(`INSERT INTO ${table}_counter VALUES (1, 0)`);
-      await ctx.backdoor.query(
-        `CREATE TABLE ${table}_intervals (pid int NOT NULL, entered timestamptz NOT NULL, exited timestamptz NOT NULL)`,
-      );
-      const { name } = ctx.name('exclusion');
-      const processes = 4;
-      const sections = 50;
-      const children = Array.from(
-        { length: processes },
-        () => new Child(ctx.harness, ctx.url, 'increment', { key: name, table, sections, sleepMs: 2 }),
-      );
-      await Promise.all(children.map((child) => child.expectSuccess()));
+  describe.skipIf(noProcesses)(
+    `mutual exclusion across processes${noProcesses ? ` (skipped: ${noProcesses})` : ''}`,
+    () => {
+      it('4 processes × 50 read-sleep-write sections: exact count, no overlapping intervals', async () => {
+        const table = ctx.table();
+        await ctx.backdoor.query(`CREATE TABLE ${table}_counter (id int PRIMARY KEY, n int NOT NULL)`);
+        await ctx.backdoor.query(`INSERT INTO ${table}_counter VALUES (1, 0)`);
+        await ctx.backdoor.query(
+          `CREATE TABLE ${table}_intervals (pid int NOT NULL, entered timestamptz NOT NULL, exited timestamptz NOT NULL)`,
+        );
+        const { name } = ctx.name('exclusion');
+        const processes = 4;
+        const sections = 50;
+        const children = Array.from(
+          { length: processes },
+          () => new Child(ctx.harness, ctx.url, 'increment', { key: name, table, sections, sleepMs: 2 }),
+        );
+        await Promise.all(children.map((child) => child.expectSuccess()));
 
-      const [counter] = await ctx.backdoor.query(`SELECT n FROM ${table}_counter WHERE id = 1`);
-      expect(counter?.n).toBe(processes * sections);
-      const intervals = await ctx.backdoor.query<{ pid: number; entered: Date; exited: Date }>(
-        `SELECT pid, entered, exited FROM ${table}_intervals ORDER BY entered`,
-      );
-      expect(intervals).toHaveLength(processes * sections);
-      expect(new Set(intervals.map((i) => i.pid)).size).toBeGreaterThanOrEqual(processes);
-      let overlaps = 0;
-      for (let i = 1; i < intervals.length; i++) {
-        const previous = intervals[i - 1]!;
-        const current = intervals[i]!;
-        if (current.entered.getTime() < previous.exited.getTime()) overlaps++;
-      }
-      expect(overlaps).toBe(0);
-    });
-  });
+        const [counter] = await ctx.backdoor.query(`SELECT n FROM ${table}_counter WHERE id = 1`);
+        expect(counter?.n).toBe(processes * sections);
+        const intervals = await ctx.backdoor.query<{ pid: number; entered: Date; exited: Date }>(
+          `SELECT pid, entered, exited FROM ${table}_intervals ORDER BY entered`,
+        );
+        expect(intervals).toHaveLength(processes * sections);
+        expect(new Set(intervals.map((i) => i.pid)).size).toBeGreaterThanOrEqual(processes);
+        let overlaps = 0;
+        for (let i = 1; i < intervals.length; i++) {
+          const previous = intervals[i - 1]!;
+          const current = intervals[i]!;
+          if (current.entered.getTime() < previous.exited.getTime()) overlaps++;
+        }
+        expect(overlaps).toBe(0);
+      });
+    },
+  );
 
-  describe.skipIf(noContention)(`try under contention${noContention ? ` (skipped: ${noContention})` : ''}`, () => {
-    it('tryWithLock, tryLock and withLock({ timeoutMs: 0 }) report not-acquired from another backend', async () => {
-      const { name, key } = ctx.name('try');
-      const holder = await ctx.open();
-      const contender = await ctx.open();
-      const held = await holdLock(holder, name);
-      try {
-        const attempt = await contender.tryWithLock(name, async () => 'ran');
-        expect(attempt).toEqual({ acquired: false });
-        const inTx = await contender.transaction(async (tx) => ({ got: await tx.tryLock(name), pid: await pidOf(tx.sql) }));
-        expect(inTx.got).toBe(false);
-        expect(inTx.pid).not.toBe(held.pid);
-        const error = await contender.withLock(name, async () => 'ran', { timeoutMs: 0 }).catch((e: unknown) => e);
-        expect(LockNotAcquiredError.is(error)).toBe(true);
-        expect((error as LockNotAcquiredError).timeoutMs).toBe(0);
-        expect((error as LockNotAcquiredError).key).toMatchObject({ form: 'bigint', value: key, name });
-        expect(await ctx.backdoor.locksOn(key)).toEqual([{ pid: held.pid, granted: true, mode: 'ExclusiveLock' }]);
-      } finally {
-        await held.release();
-      }
-      const after = await contender.tryWithLock(name, async (sql) => pidOf(sql));
-      expect(after.acquired).toBe(true);
-      expect(after.acquired && after.value).not.toBe(held.pid);
-    });
-  });
+  describe.skipIf(noContention)(
+    `try under contention${noContention ? ` (skipped: ${noContention})` : ''}`,
+    () => {
+      it('tryWithLock, tryLock and withLock({ timeoutMs: 0 }) report not-acquired from another backend', async () => {
+        const { name, key } = ctx.name('try');
+        const holder = await ctx.open();
+        const contender = await ctx.open();
+        const held = await holdLock(holder, name);
+        try {
+          const attempt = await contender.tryWithLock(name, async () => 'ran');
+          expect(attempt).toEqual({ acquired: false });
+          const inTx = await contender.transaction(async (tx) => ({
+            got: await tx.tryLock(name),
+            pid: await pidOf(tx.sql),
+          }));
+          expect(inTx.got).toBe(false);
+          expect(inTx.pid).not.toBe(held.pid);
+          const error = await contender
+            .withLock(name, async () => 'ran', { timeoutMs: 0 })
+            .catch((e: unknown) => e);
+          expect(LockNotAcquiredError.is(error)).toBe(true);
+          expect((error as LockNotAcquiredError).timeoutMs).toBe(0);
+          expect((error as LockNotAcquiredError).key).toMatchObject({ form: 'bigint', value: key, name });
+          expect(await ctx.backdoor.locksOn(key)).toEqual([
+            { pid: held.pid, granted: true, mode: 'ExclusiveLock' },
+          ]);
+        } finally {
+          await held.release();
+        }
+        const after = await contender.tryWithLock(name, async (sql) => pidOf(sql));
+        expect(after.acquired).toBe(true);
+        expect(after.acquired && after.value).not.toBe(held.pid);
+      });
+    },
+  );
 }

@@ -4,7 +4,11 @@ import { missing, pidOf, type SuiteContext } from '../context.ts';
 
 /** A holder that dies without releasing. */
 export function faultsSuite(ctx: SuiteContext): void {
-  const noProcesses = missing(ctx.harness.capabilities, 'multiProcess', 'the adapter cannot run in child processes');
+  const noProcesses = missing(
+    ctx.harness.capabilities,
+    'multiProcess',
+    'the adapter cannot run in child processes',
+  );
 
   describe.skipIf(noProcesses)(`holder killed${noProcesses ? ` (skipped: ${noProcesses})` : ''}`, () => {
     it('a holder process killed with SIGKILL releases its lock and the waiter gets it promptly', async () => {
@@ -13,7 +17,10 @@ export function faultsSuite(ctx: SuiteContext): void {
       const { pid: holderPid } = await holder.next('held');
       const waiter = await ctx.open();
       let killedAt = 0;
-      const acquired = waiter.withLock(name, async (sql) => ({ pid: await pidOf(sql), at: performance.now() }));
+      const acquired = waiter.withLock(name, async (sql) => ({
+        pid: await pidOf(sql),
+        at: performance.now(),
+      }));
       await ctx.backdoor.waitForWaiters(key, 1);
       killedAt = performance.now();
       holder.kill('SIGKILL');

@@ -4,40 +4,47 @@ import { holdLock, missing, pidOf, type SuiteContext } from '../context.ts';
 
 /** Shared/exclusive compatibility and multi-key calls. */
 export function modesSuite(ctx: SuiteContext): void {
-  const noContention = missing(ctx.harness.capabilities, 'contention', 'one connection only: nothing can contend');
+  const noContention = missing(
+    ctx.harness.capabilities,
+    'contention',
+    'one connection only: nothing can contend',
+  );
 
-  describe.skipIf(noContention)(`shared and exclusive${noContention ? ` (skipped: ${noContention})` : ''}`, () => {
-    it('shared is compatible with shared (two backends hold it at once)', async () => {
-      const { name, key } = ctx.name('shared');
-      const [a, b] = [await ctx.open(), await ctx.open()];
-      const held = await holdLock(a, name, { shared: true });
-      try {
-        const other = await b.tryWithLock(name, async (sql) => pidOf(sql), { shared: true });
-        expect(other.acquired).toBe(true);
-        expect(other.acquired && other.value).not.toBe(held.pid);
-      } finally {
-        await held.release();
-      }
-      expect(await ctx.backdoor.locksOn(key)).toEqual([]);
-    });
+  describe.skipIf(noContention)(
+    `shared and exclusive${noContention ? ` (skipped: ${noContention})` : ''}`,
+    () => {
+      it('shared is compatible with shared (two backends hold it at once)', async () => {
+        const { name, key } = ctx.name('shared');
+        const [a, b] = [await ctx.open(), await ctx.open()];
+        const held = await holdLock(a, name, { shared: true });
+        try {
+          const other = await b.tryWithLock(name, async (sql) => pidOf(sql), { shared: true });
+          expect(other.acquired).toBe(true);
+          expect(other.acquired && other.value).not.toBe(held.pid);
+        } finally {
+          await held.release();
+        }
+        expect(await ctx.backdoor.locksOn(key)).toEqual([]);
+      });
 
-    it('shared excludes exclusive, and exclusive excludes shared', async () => {
-      const { name } = ctx.name('shared-exclusive');
-      const [a, b] = [await ctx.open(), await ctx.open()];
-      const shared = await holdLock(a, name, { shared: true });
-      try {
-        expect(await b.tryWithLock(name, async () => 'x')).toEqual({ acquired: false });
-      } finally {
-        await shared.release();
-      }
-      const exclusive = await holdLock(a, name);
-      try {
-        expect(await b.tryWithLock(name, async () => 'x', { shared: true })).toEqual({ acquired: false });
-      } finally {
-        await exclusive.release();
-      }
-    });
-  });
+      it('shared excludes exclusive, and exclusive excludes shared', async () => {
+        const { name } = ctx.name('shared-exclusive');
+        const [a, b] = [await ctx.open(), await ctx.open()];
+        const shared = await holdLock(a, name, { shared: true });
+        try {
+          expect(await b.tryWithLock(name, async () => 'x')).toEqual({ acquired: false });
+        } finally {
+          await shared.release();
+        }
+        const exclusive = await holdLock(a, name);
+        try {
+          expect(await b.tryWithLock(name, async () => 'x', { shared: true })).toEqual({ acquired: false });
+        } finally {
+          await exclusive.release();
+        }
+      });
+    },
+  );
 
   describe.skipIf(noContention)(`several keys${noContention ? ` (skipped: ${noContention})` : ''}`, () => {
     it('{A, B} against {B, A} callers never deadlock', async () => {
@@ -66,7 +73,9 @@ export function modesSuite(ctx: SuiteContext): void {
       const [holder, contender] = [await ctx.open(), await ctx.open()];
       const held = await holdLock(holder, second.name);
       try {
-        expect(await contender.tryWithLock([first.name, second.name], async () => 'x')).toEqual({ acquired: false });
+        expect(await contender.tryWithLock([first.name, second.name], async () => 'x')).toEqual({
+          acquired: false,
+        });
         expect(await ctx.backdoor.locksOn(first.key)).toEqual([]);
         const inTx = await contender.transaction(async (tx) => {
           const got = await tx.tryLock([first.name, second.name]);

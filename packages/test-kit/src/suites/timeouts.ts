@@ -16,13 +16,17 @@ export function timeoutSuite(ctx: SuiteContext): void {
       const held = await holdLock(holder, name);
       try {
         const started = performance.now();
-        const error = await waiter.withLock(name, async () => 'ran', { timeoutMs: 300 }).catch((e: unknown) => e);
+        const error = await waiter
+          .withLock(name, async () => 'ran', { timeoutMs: 300 })
+          .catch((e: unknown) => e);
         const elapsed = performance.now() - started;
         expect(LockNotAcquiredError.is(error)).toBe(true);
         expect((error as LockNotAcquiredError).timeoutMs).toBe(300);
         expect(elapsed).toBeGreaterThanOrEqual(290);
         expect(elapsed).toBeLessThan(3_000);
-        expect(await ctx.backdoor.locksOn(key)).toEqual([{ pid: held.pid, granted: true, mode: 'ExclusiveLock' }]);
+        expect(await ctx.backdoor.locksOn(key)).toEqual([
+          { pid: held.pid, granted: true, mode: 'ExclusiveLock' },
+        ]);
       } finally {
         await held.release();
       }
@@ -33,9 +37,13 @@ export function timeoutSuite(ctx: SuiteContext): void {
       const holder = await ctx.open();
       const waiter = await ctx.open();
       const held = await holdLock(holder, name);
-      const result = waiter.withLock(name, async (sql) => (await sql('SELECT pg_backend_pid() AS pid'))[0]?.pid, {
-        timeoutMs: 10_000,
-      });
+      const result = waiter.withLock(
+        name,
+        async (sql) => (await sql('SELECT pg_backend_pid() AS pid'))[0]?.pid,
+        {
+          timeoutMs: 10_000,
+        },
+      );
       await ctx.backdoor.waitForWaiters(key, 1);
       await held.release();
       const pid = await result;
@@ -77,55 +85,66 @@ export function timeoutSuite(ctx: SuiteContext): void {
         return (await tx.sql('SHOW lock_timeout'))[0]?.lock_timeout;
       });
       expect(inTx).toBe('4321ms');
-      const inWithLock = await instance.withLock(name, async (sql) => (await sql('SHOW lock_timeout'))[0]?.lock_timeout, {
-        timeoutMs: 250,
-      });
+      const inWithLock = await instance.withLock(
+        name,
+        async (sql) => (await sql('SHOW lock_timeout'))[0]?.lock_timeout,
+        {
+          timeoutMs: 250,
+        },
+      );
       expect(inWithLock).toBe(baseline?.lock_timeout);
-      const afterwards = await instance.transaction(async (tx) => (await tx.sql('SHOW lock_timeout'))[0]?.lock_timeout);
+      const afterwards = await instance.transaction(
+        async (tx) => (await tx.sql('SHOW lock_timeout'))[0]?.lock_timeout,
+      );
       expect(afterwards).toBe(baseline?.lock_timeout);
     });
   });
 
-  describe.skipIf(noContention ?? noAbort)(`abort${(noContention ?? noAbort) ? ` (skipped: ${noContention ?? noAbort})` : ''}`, () => {
-    it('an AbortSignal cancels the server-side wait; nothing stays locked or waiting', async () => {
-      const { name, key } = ctx.name('abort');
-      const holder = await ctx.open();
-      const waiter = await ctx.open();
-      const held = await holdLock(holder, name);
-      const controller = new AbortController();
-      let ran = false;
-      const result = waiter
-        .withLock(
-          name,
-          async () => {
-            ran = true;
-          },
-          { signal: controller.signal },
-        )
-        .catch((e: unknown) => e);
-      await ctx.backdoor.waitForWaiters(key, 1);
-      const reason = new Error('shutting down');
-      controller.abort(reason);
-      const error = await result;
-      expect(LockAbortedError.is(error)).toBe(true);
-      expect((error as LockAbortedError).reason).toBe(reason);
-      expect(ran).toBe(false);
-      expect(await ctx.backdoor.locksOn(key)).toEqual([{ pid: held.pid, granted: true, mode: 'ExclusiveLock' }]);
-      await held.release();
-      // The waiter's pool is still usable and the lock is free.
-      expect(await waiter.tryWithLock(name, async () => 'ok')).toEqual({ acquired: true, value: 'ok' });
-    });
+  describe.skipIf(noContention ?? noAbort)(
+    `abort${(noContention ?? noAbort) ? ` (skipped: ${noContention ?? noAbort})` : ''}`,
+    () => {
+      it('an AbortSignal cancels the server-side wait; nothing stays locked or waiting', async () => {
+        const { name, key } = ctx.name('abort');
+        const holder = await ctx.open();
+        const waiter = await ctx.open();
+        const held = await holdLock(holder, name);
+        const controller = new AbortController();
+        let ran = false;
+        const result = waiter
+          .withLock(
+            name,
+            async () => {
+              ran = true;
+            },
+            { signal: controller.signal },
+          )
+          .catch((e: unknown) => e);
+        await ctx.backdoor.waitForWaiters(key, 1);
+        const reason = new Error('shutting down');
+        controller.abort(reason);
+        const error = await result;
+        expect(LockAbortedError.is(error)).toBe(true);
+        expect((error as LockAbortedError).reason).toBe(reason);
+        expect(ran).toBe(false);
+        expect(await ctx.backdoor.locksOn(key)).toEqual([
+          { pid: held.pid, granted: true, mode: 'ExclusiveLock' },
+        ]);
+        await held.release();
+        // The waiter's pool is still usable and the lock is free.
+        expect(await waiter.tryWithLock(name, async () => 'ok')).toEqual({ acquired: true, value: 'ok' });
+      });
 
-    it('an already-aborted signal rejects before any SQL', async () => {
-      const { name } = ctx.name('pre-aborted');
-      const instance = await ctx.open();
-      await instance.withLock(ctx.name('warm-up').name, async () => undefined);
-      const before = instance.statementCount();
-      const error = await instance
-        .withLock(name, async () => 'ran', { signal: AbortSignal.abort(new Error('no')) })
-        .catch((e: unknown) => e);
-      expect(LockAbortedError.is(error)).toBe(true);
-      if (capabilities.countsStatements) expect(instance.statementCount()).toBe(before);
-    });
-  });
+      it('an already-aborted signal rejects before any SQL', async () => {
+        const { name } = ctx.name('pre-aborted');
+        const instance = await ctx.open();
+        await instance.withLock(ctx.name('warm-up').name, async () => undefined);
+        const before = instance.statementCount();
+        const error = await instance
+          .withLock(name, async () => 'ran', { signal: AbortSignal.abort(new Error('no')) })
+          .catch((e: unknown) => e);
+        expect(LockAbortedError.is(error)).toBe(true);
+        if (capabilities.countsStatements) expect(instance.statementCount()).toBe(before);
+      });
+    },
+  );
 }
