@@ -51,7 +51,7 @@ export interface LockKeyOptions {
  * ```ts
  * import { lockKey } from '@pglock/core';
  *
- * lockKey('leaderboard'); // { form: 'bigint', value: -3303389049216935462n, name: 'leaderboard' }
+ * lockKey('leaderboard'); // { form: 'bigint', value: 7676066025365312217n, name: 'leaderboard' }
  * lockKey('leaderboard', { namespace: 'my-app' });
  * lockKey(42n);
  * lockKey({ pair: [7, 1001] });

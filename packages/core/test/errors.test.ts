@@ -1,0 +1,48 @@
+import pg from 'pg';
+import { describe, expect, inject, it } from 'vitest';
+import {
+  AdvisoryLockError,
+  LockAbortedError,
+  LockNotAcquiredError,
+  lockKey,
+  SqlState,
+  sqlStateOf,
+} from '../src/index.ts';
+
+describe('errors', () => {
+  it('is() recognises errors from another copy of the package, where instanceof fails', async () => {
+    // A query string makes Vite load a second, separate instance of the module: two copies of the class.
+    const copy = (await import('../src/errors.ts?second-copy')) as typeof import('../src/errors.ts');
+    expect(copy.AdvisoryLockError).not.toBe(AdvisoryLockError);
+    const foreign = new copy.LockNotAcquiredError('busy', { timeoutMs: 0, keys: [lockKey('x')] });
+    expect(foreign instanceof AdvisoryLockError).toBe(false);
+    expect(AdvisoryLockError.is(foreign)).toBe(true);
+    expect(LockNotAcquiredError.is(foreign)).toBe(true);
+    expect(LockAbortedError.is(foreign)).toBe(false);
+    expect(AdvisoryLockError.is(new Error('plain'))).toBe(false);
+  });
+
+  it('carries name, code, keys and cause', () => {
+    const cause = new Error('driver');
+    const error = new LockAbortedError('aborted', { keys: [lockKey('k')], reason: 'stop', cause });
+    expect(error.name).toBe('LockAbortedError');
+    expect(error.code).toBe('LOCK_ABORTED');
+    expect(error.key).toMatchObject({ name: 'k' });
+    expect(error.cause).toBe(cause);
+    expect(error.reason).toBe('stop');
+  });
+
+  it('sqlStateOf finds the SQLSTATE of a real node-postgres error, also when wrapped', async () => {
+    const client = new pg.Client(inject('databaseUrl'));
+    await client.connect();
+    try {
+      const error = await client.query('SELECT 1 / 0').catch((e: unknown) => e);
+      expect(sqlStateOf(error)).toBe('22012');
+      expect(sqlStateOf({ cause: { cause: error } })).toBe('22012');
+      expect(sqlStateOf({ meta: { code: SqlState.deadlockDetected } })).toBe('40P01');
+      expect(sqlStateOf({ code: 'P2010' })).toBeUndefined();
+    } finally {
+      await client.end();
+    }
+  });
+});

@@ -1,0 +1,86 @@
+import pg from 'pg';
+import { afterEach, describe, expect, expectTypeOf, inject, it } from 'vitest';
+import { AdvisoryLockError, InvalidLockOptionsError, type IsolationLevel, withLock } from '../src/index.ts';
+
+const url = inject('databaseUrl');
+const closers: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const close of closers.splice(0).reverse()) await close();
+});
+
+describe('@pglock/pg specifics', () => {
+  it('isolationLevel opens the transaction at that level', async () => {
+    const pool = new pg.Pool({ connectionString: url, max: 1 });
+    closers.push(() => pool.end());
+    for (const level of ['serializable', 'repeatable read', 'read committed'] satisfies IsolationLevel[]) {
+      const seen = await withLock(
+        pool,
+        `iso:${level}`,
+        async (client) => {
+          expectTypeOf(client).toEqualTypeOf<pg.PoolClient>();
+          return (await client.query<{ transaction_isolation: string }>('SHOW transaction_isolation')).rows[0]
+            ?.transaction_isolation;
+        },
+        { isolationLevel: level },
+      );
+      expect(seen).toBe(level);
+    }
+    const error = await withLock(pool, 'iso', async () => 1, {
+      isolationLevel: 'chaos; DROP' as IsolationLevel,
+    }).catch((e) => e);
+    expect(InvalidLockOptionsError.is(error)).toBe(true);
+  });
+
+  it('refuses a second concurrent withLock on one pg.Client instead of interleaving transactions', async () => {
+    const client = new pg.Client(url);
+    await client.connect();
+    closers.push(() => client.end());
+    let release!: () => void;
+    const first = withLock(client, 'client-busy', () => new Promise<void>((resolve) => (release = resolve)));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const second = await withLock(client, 'client-busy-2', async () => 'ran').catch((e: unknown) => e);
+    expect(AdvisoryLockError.is(second) && second.code).toBe('LOCK_USAGE');
+    release();
+    await first;
+    expect(await withLock(client, 'client-busy-2', async () => 'ran')).toBe('ran');
+  });
+
+  it('a failing COMMIT (serialization failure) rejects and returns a clean connection', async () => {
+    const pool = new pg.Pool({ connectionString: url, max: 2 });
+    closers.push(() => pool.end());
+    const table = `pglock_serial_${Math.random().toString(36).slice(2, 10)}`;
+    await pool.query(`CREATE TABLE ${table} (id int PRIMARY KEY, n int)`);
+    closers.push(async () => void (await pool.query(`DROP TABLE ${table}`)));
+    await pool.query(`INSERT INTO ${table} VALUES (1, 0)`);
+    // Two serializable transactions under different locks that read and write the same row.
+    let step!: () => void;
+    const gate = new Promise<void>((resolve) => (step = resolve));
+    const a = withLock(
+      pool,
+      'serial-a',
+      async (client) => {
+        await client.query(`SELECT n FROM ${table} WHERE id = 1`);
+        await gate;
+        await client.query(`UPDATE ${table} SET n = n + 1 WHERE id = 1`);
+      },
+      { isolationLevel: 'serializable' },
+    );
+    const b = withLock(
+      pool,
+      'serial-b',
+      async (client) => {
+        await client.query(`SELECT n FROM ${table} WHERE id = 1`);
+        await client.query(`UPDATE ${table} SET n = n + 10 WHERE id = 1`);
+      },
+      { isolationLevel: 'serializable' },
+    );
+    await b;
+    step();
+    const outcome = await a.catch((e: { code?: string }) => e.code);
+    expect(outcome).toBe('40001');
+    const { rows } = await pool.query(
+      `SELECT n, (SELECT count(*)::int FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()) AS held FROM ${table}`,
+    );
+    expect(rows).toEqual([{ n: 10, held: 0 }]);
+  });
+});
