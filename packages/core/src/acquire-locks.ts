@@ -1,6 +1,6 @@
 import { AdvisoryLockError, InvalidLockOptionsError, LockAbortedError, LockDeadlockError } from './errors.ts';
-import { formatLockKey } from './lock-key.ts';
 import type { LockExecutor } from './lock-executor.ts';
+import { formatLockKey } from './lock-key.ts';
 import type { LockRequest } from './lock-options.ts';
 import { type LockScope, lockStatements, sessionUnlockStatements } from './lock-statements.ts';
 import { runCancellable } from './run-cancellable.ts';

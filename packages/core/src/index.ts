@@ -1,4 +1,4 @@
-export { abortedError, acquireLocks, type AcquireContext, describeKeys } from './acquire-locks.ts';
+export { type AcquireContext, abortedError, acquireLocks, describeKeys } from './acquire-locks.ts';
 export { deriveKey } from './derive-key.ts';
 export {
   AdvisoryLockError,

@@ -31,7 +31,7 @@ describe('key spec vectors', () => {
     expect(vectors.length).toBeGreaterThanOrEqual(10);
     expect(vectors.some((v) => v.namespace !== undefined)).toBe(true);
     expect(vectors.some((v) => v.name.includes('\u0000'))).toBe(true);
-    expect(vectors.some((v) => /[^\x00-\x7f]/.test(v.name))).toBe(true);
+    expect(vectors.some((v) => [...v.name].some((c) => c.codePointAt(0)! > 127))).toBe(true);
   });
 
   it.each(vectors.map((v) => [JSON.stringify(v.name).slice(0, 40), v] as const))(

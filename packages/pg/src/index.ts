@@ -1,5 +1,5 @@
 export * from '@pglock/core';
-export { type PgAdvisoryLocks, advisoryLocks } from './advisory-locks.ts';
+export { advisoryLocks, type PgAdvisoryLocks } from './advisory-locks.ts';
 export { sendCancelRequest } from './cancel-request.ts';
 export type {
   PgClientLike,

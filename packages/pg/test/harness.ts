@@ -1,5 +1,5 @@
-import { countingPool } from '@pglock/test-kit';
 import type { AdapterHarness, AdapterInstance, Sql } from '@pglock/test-kit';
+import { countingPool } from '@pglock/test-kit';
 import pg from 'pg';
 import { advisoryLocks, type PgClientLike } from '../src/index.ts';
 
