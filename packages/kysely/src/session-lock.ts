@@ -1,0 +1,273 @@
+import {
+  acquireSessionLocks,
+  assertNotAborted,
+  backendPidStatement,
+  describeKeys,
+  InvalidLockOptionsError,
+  type LockExecutor,
+  type LockKey,
+  LockLostError,
+  type LockOptions,
+  type LockRequest,
+  type LockTarget,
+  lockRequest,
+  notAcquiredError,
+  releaseSessionLocks,
+  statement,
+} from '@pglock/core';
+import type { Kysely } from 'kysely';
+import { kyselyExecutor } from './kysely-executor.ts';
+import { assertNotTransaction } from './transaction-driver.ts';
+
+/** Options of session locks: core's, plus the liveness check of the pinned connection. */
+export interface SessionLockOptions extends LockOptions {
+  /**
+   * How often (ms) the pinned connection is checked with `SELECT 1`, and how long that check may
+   * take before the lock counts as lost. Default 1000. A terminated backend is noticed at the next
+   * check; a silent network cut within about two intervals.
+   */
+  readonly heartbeatMs?: number | undefined;
+}
+
+/** A held session lock on its own pinned connection. `await using` releases it at the end of the block. */
+export interface SessionLock extends AsyncDisposable {
+  readonly keys: readonly LockKey[];
+  readonly key: LockKey;
+  /** Backend pid of the connection holding the lock. */
+  readonly pid: number;
+  /** Aborts with `LockLostError` as `reason` when the connection dies; stop the protected work then. */
+  readonly signal: AbortSignal;
+  /**
+   * Releases the lock and hands the connection back to Kysely. Calling it again returns the first
+   * call's promise. Rejects with `LockLostError` when the lock had been lost.
+   */
+  release(): Promise<void>;
+}
+
+const selectOne = statement('SELECT 1');
+// Kysely has no way to destroy a connection, so one whose lock state is unknown (a failed
+// acquisition, a lost heartbeat that turns out to be alive) is left holding no advisory lock
+// before Kysely returns it to its pool. The connection was pinned for this lock alone.
+const unlockAll = statement('SELECT pg_advisory_unlock_all()');
+
+/**
+ * Takes a session-scoped lock on a connection pinned with `db.connection()`, and keeps that
+ * connection until `release()` (or its death, reported through `signal`). For leader election and
+ * work longer than a transaction should stay open. Throws `LockNotAcquiredError` when not acquired
+ * within `timeoutMs`.
+ *
+ * @example
+ * ```ts
+ * import { acquireSessionLock } from '@pglock/kysely';
+ *
+ * await using leader = await acquireSessionLock(db, 'scheduler-leader');
+ * while (!leader.signal.aborted) await runSchedulerTick(db);
+ * ```
+ */
+export async function acquireSessionLock<DB>(
+  db: Kysely<DB>,
+  target: LockTarget,
+  options: SessionLockOptions = {},
+): Promise<SessionLock> {
+  const request = lockRequest(target, options);
+  const handle = await takeSessionLock(db, request, options.heartbeatMs);
+  if (!handle) throw notAcquiredError(request);
+  return handle;
+}
+
+/**
+ * Like {@link acquireSessionLock}, but resolves `undefined` when the lock is taken elsewhere.
+ * `timeoutMs` defaults to 0 (one try): the usual shape of leader election.
+ *
+ * @example
+ * ```ts
+ * import { tryAcquireSessionLock } from '@pglock/kysely';
+ *
+ * const leader = await tryAcquireSessionLock(db, 'scheduler-leader');
+ * if (leader) startScheduling(leader.signal);
+ * ```
+ */
+export async function tryAcquireSessionLock<DB>(
+  db: Kysely<DB>,
+  target: LockTarget,
+  options: SessionLockOptions = {},
+): Promise<SessionLock | undefined> {
+  return takeSessionLock(db, lockRequest(target, options, { timeoutMs: 0 }), options.heartbeatMs);
+}
+
+/**
+ * Runs `fn` while holding a session lock on a pinned connection (`db.connection().execute(…)`),
+ * and releases it after. `fn` receives the lock's `signal`, which aborts with `LockLostError` if
+ * the connection dies meanwhile. When `fn` throws, its error reaches the caller, never a release
+ * failure behind it. Run your queries on `db` as usual: the pinned connection is the lock's alone.
+ *
+ * @example
+ * ```ts
+ * import { withSessionLock } from '@pglock/kysely';
+ *
+ * await withSessionLock(db, 'reindex', async (signal) => {
+ *   for (const table of tables) {
+ *     signal.throwIfAborted();
+ *     await reindex(db, table);
+ *   }
+ * });
+ * ```
+ */
+export async function withSessionLock<DB, T>(
+  db: Kysely<DB>,
+  target: LockTarget,
+  fn: (signal: AbortSignal) => Promise<T>,
+  options: SessionLockOptions = {},
+): Promise<T> {
+  const handle = await acquireSessionLock(db, target, options);
+  let result: T;
+  try {
+    result = await fn(handle.signal);
+  } catch (error) {
+    await handle.release().catch(() => undefined);
+    throw error;
+  }
+  await handle.release();
+  return result;
+}
+
+async function takeSessionLock<DB>(
+  db: Kysely<DB>,
+  request: LockRequest,
+  heartbeatMs = 1_000,
+): Promise<SessionLock | undefined> {
+  if (!Number.isInteger(heartbeatMs) || heartbeatMs < 10) {
+    throw new InvalidLockOptionsError('heartbeatMs must be an integer of at least 10.');
+  }
+  assertNotAborted(request);
+  assertNotTransaction(db, 'A session lock');
+  return new Promise((resolve, reject) => {
+    // The callback stays open while the lock is held: returning from it hands the connection back.
+    db.connection()
+      .execute(async (connection) => {
+        const executor = kyselyExecutor(connection, db);
+        let held: boolean;
+        let pid = 0;
+        try {
+          held = await acquireSessionLocks(executor, request);
+          if (held) pid = Number((await executor.query(backendPidStatement))[0]?.pid);
+        } catch (error) {
+          await executor.query(unlockAll).catch(() => undefined);
+          throw error;
+        }
+        if (!held) {
+          resolve(undefined);
+          return;
+        }
+        const handle = new HeldSessionLock(executor, request, pid, heartbeatMs);
+        resolve(handle);
+        await handle.closed;
+      })
+      .catch(reject);
+  });
+}
+
+class HeldSessionLock implements SessionLock {
+  readonly keys: readonly LockKey[];
+  readonly pid: number;
+  /** Settles when the pinned connection may go back to Kysely. */
+  readonly closed: Promise<void>;
+  readonly #executor: LockExecutor;
+  readonly #request: LockRequest;
+  readonly #controller = new AbortController();
+  readonly #timer: NodeJS.Timeout;
+  #close!: () => void;
+  #heartbeat: Promise<void> | undefined;
+  #inFlight: Promise<unknown> | undefined;
+  #released: Promise<void> | undefined;
+  #closing: Promise<void> | undefined;
+
+  constructor(executor: LockExecutor, request: LockRequest, pid: number, heartbeatMs: number) {
+    this.keys = request.keys;
+    this.pid = pid;
+    this.#executor = executor;
+    this.#request = request;
+    this.closed = new Promise((resolve) => {
+      this.#close = resolve;
+    });
+    this.#timer = setInterval(() => {
+      this.#heartbeat ??= this.#beat(heartbeatMs).finally(() => {
+        this.#heartbeat = undefined;
+      });
+    }, heartbeatMs);
+    this.#timer.unref();
+  }
+
+  get key(): LockKey {
+    return this.keys[0] as LockKey;
+  }
+
+  get signal(): AbortSignal {
+    return this.#controller.signal;
+  }
+
+  release(): Promise<void> {
+    this.#released ??= this.#release();
+    return this.#released;
+  }
+
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.release();
+  }
+
+  async #beat(heartbeatMs: number): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const silent = new Promise<'timeout'>((resolve) => {
+      timer = setTimeout(() => resolve('timeout'), heartbeatMs);
+    });
+    const query = this.#executor.query(selectOne);
+    this.#inFlight = query.catch(() => undefined);
+    try {
+      const outcome = await Promise.race([query, silent]);
+      if (outcome === 'timeout')
+        this.#lose(new Error(`the connection did not answer a heartbeat within ${heartbeatMs} ms`));
+    } catch (error) {
+      this.#lose(error);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  #lose(cause: unknown): void {
+    if (this.#controller.signal.aborted || this.#released) return;
+    clearInterval(this.#timer);
+    this.#controller.abort(
+      new LockLostError(
+        `The session ${describeKeys(this.#request)} was lost: ${cause instanceof Error ? cause.message : String(cause)}.`,
+        { keys: this.keys, cause },
+      ),
+    );
+    void this.#scrubAndClose();
+  }
+
+  // Hands the connection back once nothing of ours runs on it, holding no advisory lock.
+  #scrubAndClose(): Promise<void> {
+    this.#closing ??= (async () => {
+      await this.#inFlight;
+      await this.#executor.query(unlockAll).catch(() => undefined);
+      this.#close();
+    })();
+    return this.#closing;
+  }
+
+  async #release(): Promise<void> {
+    clearInterval(this.#timer);
+    await this.#heartbeat;
+    if (this.#controller.signal.aborted) {
+      await this.#scrubAndClose();
+      throw this.#controller.signal.reason;
+    }
+    try {
+      await releaseSessionLocks(this.#executor, this.#request);
+    } catch (error) {
+      await this.#scrubAndClose();
+      throw error;
+    }
+    this.#close();
+  }
+}
