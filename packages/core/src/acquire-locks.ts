@@ -1,3 +1,4 @@
+import { LockTrace } from './diagnostics.ts';
 import { AdvisoryLockError, InvalidLockOptionsError, LockAbortedError, LockDeadlockError } from './errors.ts';
 import type { LockExecutor } from './lock-executor.ts';
 import { formatLockKey } from './lock-key.ts';
@@ -15,6 +16,8 @@ export interface AcquireContext {
    * a failed multi-key try then needs no savepoint, the rollback releases what was taken.
    */
   readonly ownsTransaction?: boolean;
+  /** The diagnostics trace of this call; one is made when absent. */
+  readonly trace?: LockTrace;
 }
 
 const savepoint = statement('SAVEPOINT pglock_try');
@@ -39,6 +42,28 @@ const releaseSavepoint = statement('RELEASE SAVEPOINT pglock_try');
  * ```
  */
 export async function acquireLocks(
+  executor: LockExecutor,
+  request: LockRequest,
+  context: AcquireContext,
+): Promise<boolean> {
+  const trace = context.trace ?? new LockTrace(request, context.scope);
+  trace.requested();
+  let held: boolean;
+  try {
+    held = await acquire(executor, request, context);
+  } catch (error) {
+    trace.notAcquired(
+      LockAbortedError.is(error) ? 'aborted' : LockDeadlockError.is(error) ? 'deadlock' : 'error',
+      error,
+    );
+    throw error;
+  }
+  if (held) trace.acquired();
+  else trace.notAcquired(request.timeoutMs === 0 ? 'busy' : 'timeout');
+  return held;
+}
+
+async function acquire(
   executor: LockExecutor,
   request: LockRequest,
   context: AcquireContext,

@@ -1,6 +1,16 @@
 export { type AcquireContext, abortedError, acquireLocks, describeKeys } from './acquire-locks.ts';
 export { deriveKey } from './derive-key.ts';
 export {
+  type LockAcquiredEvent,
+  type LockEventBase,
+  type LockLostEvent,
+  type LockNotAcquiredEvent,
+  type LockReleasedEvent,
+  type LockRequestedEvent,
+  LockTrace,
+  lockChannels,
+} from './diagnostics.ts';
+export {
   AdvisoryLockError,
   type AdvisoryLockErrorCode,
   type AdvisoryLockErrorOptions,

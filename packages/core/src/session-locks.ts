@@ -1,4 +1,5 @@
 import { acquireLocks, describeKeys } from './acquire-locks.ts';
+import type { LockTrace } from './diagnostics.ts';
 import { AdvisoryLockError, LockLostError } from './errors.ts';
 import type { LockExecutor } from './lock-executor.ts';
 import type { LockRequest } from './lock-options.ts';
@@ -16,8 +17,12 @@ import { releaseStatements } from './lock-statements.ts';
  * const held = await acquireSessionLocks(pinnedExecutor, lockRequest('leader', { timeoutMs: 0 }));
  * ```
  */
-export function acquireSessionLocks(executor: LockExecutor, request: LockRequest): Promise<boolean> {
-  return acquireLocks(executor, request, { scope: 'session' });
+export function acquireSessionLocks(
+  executor: LockExecutor,
+  request: LockRequest,
+  trace?: LockTrace,
+): Promise<boolean> {
+  return acquireLocks(executor, request, { scope: 'session', trace });
 }
 
 /**
@@ -36,6 +41,7 @@ export function acquireSessionLocks(executor: LockExecutor, request: LockRequest
 export async function releaseSessionLocks(
   executor: LockExecutor,
   request: Pick<LockRequest, 'keys' | 'shared'>,
+  trace?: LockTrace,
 ): Promise<void> {
   let notHeld = 0;
   for (const stmt of releaseStatements(request.keys, request.shared)) {
@@ -55,9 +61,12 @@ export async function releaseSessionLocks(
     notHeld += rows.filter((row) => row.ok !== true).length;
   }
   if (notHeld > 0) {
-    throw new LockLostError(
+    const lost = new LockLostError(
       `The session ${describeKeys(request)} was no longer held at release (${notHeld} not held): the connection lost it or is not the one that took it.`,
       { keys: request.keys },
     );
+    trace?.lost(lost);
+    throw lost;
   }
+  trace?.released();
 }

@@ -1,4 +1,5 @@
 import { abortedError, acquireLocks, describeKeys } from './acquire-locks.ts';
+import { LockTrace } from './diagnostics.ts';
 import { LockNotAcquiredError } from './errors.ts';
 import type { LockExecutor } from './lock-executor.ts';
 import type { LockRequest } from './lock-options.ts';
@@ -34,10 +35,20 @@ export async function runWithLock<Tx, T>(
   fn: (tx: Tx) => Promise<T>,
 ): Promise<T> {
   assertNotAborted(request);
-  return driver.transaction(async (tx) => {
-    await lockInTransaction(driver.executor(tx), request, true);
-    return fn(tx);
-  });
+  const trace = new LockTrace(request, 'transaction');
+  try {
+    return await driver.transaction(async (tx) => {
+      const held = await acquireLocks(driver.executor(tx), request, {
+        scope: 'transaction',
+        ownsTransaction: true,
+        trace,
+      });
+      if (!held) throw notAcquiredError(request);
+      return fn(tx);
+    });
+  } finally {
+    trace.released();
+  }
 }
 
 /**
@@ -60,11 +71,13 @@ export async function runTryWithLock<Tx, T>(
 ): Promise<TryResult<T>> {
   assertNotAborted(request);
   let ours: LockNotAcquiredError | undefined;
+  const trace = new LockTrace(request, 'transaction');
   try {
     const value = await driver.transaction(async (tx) => {
       const held = await acquireLocks(driver.executor(tx), request, {
         scope: 'transaction',
         ownsTransaction: true,
+        trace,
       });
       if (!held) {
         // Thrown (not returned) so that the ORM rolls the transaction back, releasing a partial multi-key try.
@@ -77,6 +90,8 @@ export async function runTryWithLock<Tx, T>(
   } catch (error) {
     if (ours !== undefined && error === ours) return { acquired: false };
     throw error;
+  } finally {
+    trace.released();
   }
 }
 
@@ -92,12 +107,8 @@ export async function runTryWithLock<Tx, T>(
  * await lockInTransaction(executor, lockRequest(['account:1', 'account:2']));
  * ```
  */
-export async function lockInTransaction(
-  executor: LockExecutor,
-  request: LockRequest,
-  ownsTransaction = false,
-): Promise<void> {
-  const held = await acquireLocks(executor, request, { scope: 'transaction', ownsTransaction });
+export async function lockInTransaction(executor: LockExecutor, request: LockRequest): Promise<void> {
+  const held = await acquireLocks(executor, request, { scope: 'transaction' });
   if (!held) throw notAcquiredError(request);
 }
 

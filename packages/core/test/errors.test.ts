@@ -1,5 +1,7 @@
 import pg from 'pg';
 import { describe, expect, inject, it } from 'vitest';
+// The `databaseUrl` the vitest global setup provides (declared in the test-kit, shared by all packages).
+import type {} from '../../test-kit/src/provided-context.ts';
 import {
   AdvisoryLockError,
   LockAbortedError,
@@ -12,7 +14,8 @@ import {
 describe('errors', () => {
   it('is() recognises errors from another copy of the package, where instanceof fails', async () => {
     // A query string makes Vite load a second, separate instance of the module: two copies of the class.
-    const copy = (await import('../src/errors.ts?second-copy')) as typeof import('../src/errors.ts');
+    const secondCopy = '../src/errors.ts?second-copy';
+    const copy = (await import(/* @vite-ignore */ secondCopy)) as typeof import('../src/errors.ts');
     expect(copy.AdvisoryLockError).not.toBe(AdvisoryLockError);
     const foreign = new copy.LockNotAcquiredError('busy', { timeoutMs: 0, keys: [lockKey('x')] });
     expect(foreign instanceof AdvisoryLockError).toBe(false);

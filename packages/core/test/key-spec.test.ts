@@ -1,6 +1,8 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import vectorsFile from '../../../docs/key-vectors.json' with { type: 'json' };
+// The `databaseUrl` the vitest global setup provides (declared in the test-kit, shared by all packages).
+import type {} from '../../test-kit/src/provided-context.ts';
 import { deriveKey, lockKey, lockTag } from '../src/index.ts';
 
 interface Vector {

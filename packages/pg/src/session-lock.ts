@@ -8,6 +8,7 @@ import {
   type LockOptions,
   type LockRequest,
   type LockTarget,
+  LockTrace,
   lockRequest,
   notAcquiredError,
   releaseSessionLocks,
@@ -130,10 +131,11 @@ async function takeSessionLock(
   }
   assertNotAborted(request);
   const client = await pool.connect();
+  const trace = new LockTrace(request, 'session');
   let held: boolean;
   let pid: number;
   try {
-    held = await acquireSessionLocks(pgExecutor(client), request);
+    held = await acquireSessionLocks(pgExecutor(client), request, trace);
     pid = held ? Number((await client.query('SELECT pg_backend_pid() AS pid')).rows[0]?.pid) : 0;
   } catch (error) {
     // The connection's lock state is unknown: never hand it back to the pool.
@@ -144,7 +146,7 @@ async function takeSessionLock(
     client.release();
     return undefined;
   }
-  return new HeldSessionLock(client, request, pid, heartbeatMs);
+  return new HeldSessionLock(client, request, trace, pid, heartbeatMs);
 }
 
 class HeldSessionLock implements SessionLock {
@@ -152,17 +154,25 @@ class HeldSessionLock implements SessionLock {
   readonly pid: number;
   readonly #client: PgPoolClientLike;
   readonly #request: LockRequest;
+  readonly #trace: LockTrace;
   readonly #controller = new AbortController();
   readonly #timer: NodeJS.Timeout;
   #heartbeat: Promise<void> | undefined;
   #released: Promise<void> | undefined;
   #destroyed = false;
 
-  constructor(client: PgPoolClientLike, request: LockRequest, pid: number, heartbeatMs: number) {
+  constructor(
+    client: PgPoolClientLike,
+    request: LockRequest,
+    trace: LockTrace,
+    pid: number,
+    heartbeatMs: number,
+  ) {
     this.keys = request.keys;
     this.pid = pid;
     this.#client = client;
     this.#request = request;
+    this.#trace = trace;
     client.on('error', this.#onError);
     client.on('end', this.#onEnd);
     this.#timer = setInterval(() => {
@@ -221,6 +231,7 @@ class HeldSessionLock implements SessionLock {
         },
       ),
     );
+    this.#trace.lost(this.#controller.signal.reason);
     this.#destroy(cause);
   }
 
@@ -238,7 +249,7 @@ class HeldSessionLock implements SessionLock {
     await this.#heartbeat;
     if (this.#controller.signal.aborted) throw this.#controller.signal.reason;
     try {
-      await releaseSessionLocks(pgExecutor(this.#client), this.#request);
+      await releaseSessionLocks(pgExecutor(this.#client), this.#request, this.#trace);
     } catch (error) {
       this.#destroy(error);
       throw error;
