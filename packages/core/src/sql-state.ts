@@ -1,9 +1,10 @@
 const SQLSTATE = /^[0-9A-Z]{5}$/;
 
 /**
- * Finds the PostgreSQL SQLSTATE in an error from any driver or ORM: `code` on node-postgres and
- * postgres.js errors, `meta.code` on Prisma's known request errors, and the same one or more levels
- * down `cause` where an ORM wraps the driver's error (Drizzle's DrizzleQueryError, Prisma's adapters).
+ * Finds the PostgreSQL SQLSTATE in an error from any driver or ORM: `code` on node-postgres,
+ * postgres.js and PGlite errors; on Prisma 7's `PrismaClientKnownRequestError` (code P2010) in
+ * `meta.driverAdapterError.cause.originalCode` (its `.code` is missing for some kinds, e.g. 40P01);
+ * and one or more levels down `cause` where an ORM wraps the driver's error (Drizzle's DrizzleQueryError).
  *
  * @example
  * ```ts
@@ -16,14 +17,16 @@ export function sqlStateOf(error: unknown, depth = 0): string | undefined {
   if (typeof error !== 'object' || error === null || depth > 5) return undefined;
   const candidate = error as {
     code?: unknown;
+    originalCode?: unknown;
     sqlState?: unknown;
-    meta?: { code?: unknown };
+    meta?: { code?: unknown; driverAdapterError?: unknown };
     cause?: unknown;
   };
-  for (const value of [candidate.code, candidate.sqlState, candidate.meta?.code]) {
+  for (const value of [candidate.originalCode, candidate.code, candidate.sqlState, candidate.meta?.code]) {
+    // Prisma's own codes (P2010, …) have the shape of a SQLSTATE; SQLSTATE classes never start with P.
     if (typeof value === 'string' && SQLSTATE.test(value) && !value.startsWith('P')) return value;
   }
-  return sqlStateOf(candidate.cause, depth + 1);
+  return sqlStateOf(candidate.meta?.driverAdapterError, depth + 1) ?? sqlStateOf(candidate.cause, depth + 1);
 }
 
 /** SQLSTATEs pglock gives a meaning to. */

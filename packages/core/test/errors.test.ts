@@ -44,6 +44,12 @@ describe('errors', () => {
       expect(sqlStateOf({ cause: { cause: error } })).toBe('22012');
       expect(sqlStateOf({ meta: { code: SqlState.deadlockDetected } })).toBe('40P01');
       expect(sqlStateOf({ code: 'P2010' })).toBeUndefined();
+      // Prisma 7 with a driver adapter: the SQLSTATE sits in meta.driverAdapterError.cause.originalCode.
+      const prismaShaped = {
+        code: 'P2010',
+        meta: { driverAdapterError: { cause: { originalCode: '40P01', kind: 'TransactionWriteConflict' } } },
+      };
+      expect(sqlStateOf(prismaShaped)).toBe('40P01');
     } finally {
       await client.end();
     }
