@@ -11,8 +11,10 @@ import {
   type LockRequest,
   type LockTarget,
   lockRequest,
+  lockTag,
   notAcquiredError,
   releaseSessionLocks,
+  type Statement,
   statement,
 } from '@pglock/core';
 import type { Kysely } from 'kysely';
@@ -22,9 +24,9 @@ import { assertNotTransaction } from './transaction-driver.ts';
 /** Options of session locks: core's, plus the liveness check of the pinned connection. */
 export interface SessionLockOptions extends LockOptions {
   /**
-   * How often (ms) the pinned connection is checked with `SELECT 1`, and how long that check may
-   * take before the lock counts as lost. Default 1000. A terminated backend is noticed at the next
-   * check; a silent network cut within about two intervals.
+   * How often (ms) `pg_locks` is checked, from another connection of `db`, for the lock still held
+   * by the pinned backend, and how long that check may take before the lock counts as lost.
+   * Default 1000. A terminated backend is noticed at the next check.
    */
   readonly heartbeatMs?: number | undefined;
 }
@@ -44,7 +46,30 @@ export interface SessionLock extends AsyncDisposable {
   release(): Promise<void>;
 }
 
-const selectOne = statement('SELECT 1');
+/**
+ * How many of `keys` the backend `pid` holds, in the mode they were taken. Run from another
+ * connection: a query on a dead pinned postgres.js connection throws from a timer and ends the
+ * process (porsager/postgres#1208), and one reconnected behind the scenes would answer from a
+ * new session that holds nothing.
+ */
+function heldStatement(request: LockRequest, pid: number): Statement {
+  const values: string[] = [];
+  const rows = request.keys.map((key) => {
+    const { classid, objid, objsubid } = lockTag(key);
+    values.push(String(classid), String(objid), String(objsubid));
+    const n = values.length;
+    return `($${n - 2}::text::bigint, $${n - 1}::text::bigint, $${n}::text::int)`;
+  });
+  values.push(String(pid));
+  const mode = request.shared ? 'ShareLock' : 'ExclusiveLock';
+  return statement(
+    `SELECT count(*)::int AS held FROM pg_locks AS l JOIN (VALUES ${rows.join(', ')}) AS k(c, o, s)
+       ON l.classid = k.c::oid AND l.objid = k.o::oid AND l.objsubid = k.s
+     WHERE l.locktype = 'advisory' AND l.granted AND l.pid = $${values.length}::text::int AND l.mode = '${mode}'
+       AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
+    values,
+  );
+}
 // Kysely has no way to destroy a connection, so one whose lock state is unknown (a failed
 // acquisition, a lost heartbeat that turns out to be alive) is left holding no advisory lock
 // before Kysely returns it to its pool. The connection was pinned for this lock alone.
@@ -159,7 +184,7 @@ async function takeSessionLock<DB>(
           resolve(undefined);
           return;
         }
-        const handle = new HeldSessionLock(executor, request, pid, heartbeatMs);
+        const handle = new HeldSessionLock(executor, kyselyExecutor(db), request, pid, heartbeatMs);
         resolve(handle);
         await handle.closed;
       })
@@ -172,26 +197,34 @@ class HeldSessionLock implements SessionLock {
   readonly pid: number;
   /** Settles when the pinned connection may go back to Kysely. */
   readonly closed: Promise<void>;
-  readonly #executor: LockExecutor;
+  readonly #pinned: LockExecutor;
+  readonly #root: LockExecutor;
   readonly #request: LockRequest;
   readonly #controller = new AbortController();
   readonly #timer: NodeJS.Timeout;
   #close!: () => void;
   #heartbeat: Promise<void> | undefined;
-  #inFlight: Promise<unknown> | undefined;
   #released: Promise<void> | undefined;
   #closing: Promise<void> | undefined;
 
-  constructor(executor: LockExecutor, request: LockRequest, pid: number, heartbeatMs: number) {
+  constructor(
+    pinned: LockExecutor,
+    root: LockExecutor,
+    request: LockRequest,
+    pid: number,
+    heartbeatMs: number,
+  ) {
     this.keys = request.keys;
     this.pid = pid;
-    this.#executor = executor;
+    this.#pinned = pinned;
+    this.#root = root;
     this.#request = request;
     this.closed = new Promise((resolve) => {
       this.#close = resolve;
     });
+    const check = heldStatement(request, pid);
     this.#timer = setInterval(() => {
-      this.#heartbeat ??= this.#beat(heartbeatMs).finally(() => {
+      this.#heartbeat ??= this.#beat(check, heartbeatMs).finally(() => {
         this.#heartbeat = undefined;
       });
     }, heartbeatMs);
@@ -215,25 +248,31 @@ class HeldSessionLock implements SessionLock {
     return this.release();
   }
 
-  async #beat(heartbeatMs: number): Promise<void> {
+  async #beat(check: Statement, heartbeatMs: number): Promise<void> {
     let timer: NodeJS.Timeout | undefined;
     const silent = new Promise<'timeout'>((resolve) => {
       timer = setTimeout(() => resolve('timeout'), heartbeatMs);
     });
-    const query = this.#executor.query(selectOne);
-    this.#inFlight = query.catch(() => undefined);
+    const query = this.#root.query(check);
+    query.catch(() => undefined);
     try {
       const outcome = await Promise.race([query, silent]);
-      if (outcome === 'timeout')
-        this.#lose(new Error(`the connection did not answer a heartbeat within ${heartbeatMs} ms`));
+      if (outcome === 'timeout') {
+        // The server did not answer: the lock may still be held, so clear it before Kysely gets the connection back.
+        this.#lose(new Error(`the server did not answer a heartbeat within ${heartbeatMs} ms`), true);
+      } else if (Number(outcome[0]?.held) !== this.keys.length) {
+        this.#lose(
+          new Error(`backend ${this.pid} no longer holds it (terminated, or unlocked behind pglock)`),
+        );
+      }
     } catch (error) {
-      this.#lose(error);
+      this.#lose(error, true);
     } finally {
       clearTimeout(timer);
     }
   }
 
-  #lose(cause: unknown): void {
+  #lose(cause: unknown, mayStillHold = false): void {
     if (this.#controller.signal.aborted || this.#released) return;
     clearInterval(this.#timer);
     this.#controller.abort(
@@ -242,16 +281,19 @@ class HeldSessionLock implements SessionLock {
         { keys: this.keys, cause },
       ),
     );
-    void this.#scrubAndClose();
+    // A backend that holds nothing (dead, or unlocked) gets no more statements: see heldStatement.
+    this.#closing = mayStillHold ? this.#scrubAndClose() : Promise.resolve(this.#close());
   }
 
-  // Hands the connection back once nothing of ours runs on it, holding no advisory lock.
+  // Hands the connection back holding no advisory lock (Kysely cannot destroy a connection).
   #scrubAndClose(): Promise<void> {
-    this.#closing ??= (async () => {
-      await this.#inFlight;
-      await this.#executor.query(unlockAll).catch(() => undefined);
-      this.#close();
-    })();
+    this.#closing ??= this.#pinned
+      .query(unlockAll)
+      .then(
+        () => undefined,
+        () => undefined,
+      )
+      .finally(() => this.#close());
     return this.#closing;
   }
 
@@ -259,11 +301,11 @@ class HeldSessionLock implements SessionLock {
     clearInterval(this.#timer);
     await this.#heartbeat;
     if (this.#controller.signal.aborted) {
-      await this.#scrubAndClose();
+      await this.#closing;
       throw this.#controller.signal.reason;
     }
     try {
-      await releaseSessionLocks(this.#executor, this.#request);
+      await releaseSessionLocks(this.#pinned, this.#request);
     } catch (error) {
       await this.#scrubAndClose();
       throw error;

@@ -82,10 +82,27 @@ export const postgresJsHarness: AdapterHarness = {
   },
 };
 
+// One in-memory PGlite per process, started on first use: starting one takes seconds, and with
+// one connection and no contention suites, separate instances would test nothing more.
+let shared: Promise<{ pglite: PGlite; count: () => number }> | undefined;
+function sharedPglite(): Promise<{ pglite: PGlite; count: () => number }> {
+  shared ??= PGlite.create().then((pglite) => {
+    let count = 0;
+    const query = pglite.query.bind(pglite);
+    pglite.query = ((...args: Parameters<typeof query>) => {
+      count++;
+      return query(...args);
+    }) as typeof pglite.query;
+    return { pglite, count: () => count };
+  });
+  return shared;
+}
+
 /**
  * `@pglock/kysely` over `kysely-pglite-dialect`: PostgreSQL in this process, one connection, so
- * nothing can contend (and no child process can reach it). The URL is not used: each instance is
- * its own in-memory database. Statements are counted at `PGlite.query`, which the dialect calls.
+ * nothing can contend (and no child process can reach it). The URL is not used; instances share
+ * one in-memory database, whose `query` (what the dialect calls) counts statements; closing an
+ * instance leaves it open for the next.
  */
 export const pgliteHarness: AdapterHarness = {
   name: 'kysely (PGlite)',
@@ -93,18 +110,8 @@ export const pgliteHarness: AdapterHarness = {
   moduleUrl: import.meta.url,
   exportName: 'pgliteHarness',
   async open() {
-    let count = 0;
-    const pglite = await PGlite.create();
-    const query = pglite.query.bind(pglite);
-    pglite.query = ((...args: Parameters<typeof query>) => {
-      count++;
-      return query(...args);
-    }) as typeof pglite.query;
+    const { pglite, count } = await sharedPglite();
     const db = new Kysely<unknown>({ dialect: new PGliteDialect(pglite) });
-    return instanceOver(
-      db,
-      () => count,
-      () => db.destroy(),
-    );
+    return instanceOver(db, count, async () => undefined);
   },
 };
