@@ -52,6 +52,11 @@ export async function runCommand(args: readonly string[], io: CommandIo): Promis
       throw connectionError(error, target);
     }
 
+    // A signal that arrived after the grant but before the spawn found no command to forward to.
+    if (waiting.signal.aborted) {
+      await lock.release().catch(() => undefined);
+      return signalExitCode(String(waiting.signal.reason));
+    }
     const started = spawn(command[0] as string, command.slice(1), { stdio: 'inherit' });
     child = started;
     const ended = new Promise<number>((resolve) => {
@@ -63,12 +68,14 @@ export async function runCommand(args: readonly string[], io: CommandIo): Promis
     });
     let lost = false;
     let killTimer: NodeJS.Timeout | undefined;
-    lock.signal.addEventListener('abort', () => {
+    const onLost = () => {
       lost = true;
       io.stderr.write(`pglock: ${reasonText(lock.signal.reason)} Stopping the command.\n`);
       started.kill('SIGTERM');
       killTimer = setTimeout(() => started.kill('SIGKILL'), KILL_GRACE_MS);
-    });
+    };
+    if (lock.signal.aborted) onLost();
+    else lock.signal.addEventListener('abort', onLost, { once: true });
     const code = await ended;
     clearTimeout(killTimer);
     if (lost) return ExitCode.lost;
