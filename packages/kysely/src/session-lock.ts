@@ -25,8 +25,9 @@ import { assertNotTransaction } from './transaction-driver.ts';
 export interface SessionLockOptions extends LockOptions {
   /**
    * How often (ms) `pg_locks` is checked, from another connection of `db`, for the lock still held
-   * by the pinned backend, and how long that check may take before the lock counts as lost.
-   * Default 1000. A terminated backend is noticed at the next check.
+   * by the pinned backend. Default 1000. A terminated backend is noticed at the next check; a check
+   * that gets no answer within `max(heartbeatMs, 2000)` (the pool may have to open a connection
+   * for it) counts the lock as lost too.
    */
   readonly heartbeatMs?: number | undefined;
 }
@@ -74,6 +75,21 @@ function heldStatement(request: LockRequest, pid: number): Statement {
 // acquisition, a lost heartbeat that turns out to be alive) is left holding no advisory lock
 // before Kysely returns it to its pool. The connection was pinned for this lock alone.
 const unlockAll = statement('SELECT pg_advisory_unlock_all()');
+const MIN_CHECK_TIMEOUT_MS = 2_000;
+
+/** `promise`, or `fallback` once `ms` have passed without it settling. */
+async function within<T, F>(promise: Promise<T>, ms: number, fallback: F): Promise<T | F> {
+  promise.catch(() => undefined);
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<F>((resolve) => {
+    timer = setTimeout(() => resolve(fallback), ms);
+  });
+  try {
+    return await Promise.race([promise, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
 
 /**
  * Takes a session-scoped lock on a connection pinned with `db.connection()`, and keeps that
@@ -223,6 +239,7 @@ class HeldSessionLock implements SessionLock {
       this.#close = resolve;
     });
     const check = heldStatement(request, pid);
+    // The first check waits a full interval: a lock just taken needs no proof yet.
     this.#timer = setInterval(() => {
       this.#heartbeat ??= this.#beat(check, heartbeatMs).finally(() => {
         this.#heartbeat = undefined;
@@ -249,17 +266,12 @@ class HeldSessionLock implements SessionLock {
   }
 
   async #beat(check: Statement, heartbeatMs: number): Promise<void> {
-    let timer: NodeJS.Timeout | undefined;
-    const silent = new Promise<'timeout'>((resolve) => {
-      timer = setTimeout(() => resolve('timeout'), heartbeatMs);
-    });
-    const query = this.#root.query(check);
-    query.catch(() => undefined);
+    const timeoutMs = Math.max(heartbeatMs, MIN_CHECK_TIMEOUT_MS);
     try {
-      const outcome = await Promise.race([query, silent]);
+      const outcome = await within(this.#root.query(check), timeoutMs, 'timeout' as const);
       if (outcome === 'timeout') {
-        // The server did not answer: the lock may still be held, so clear it before Kysely gets the connection back.
-        this.#lose(new Error(`the server did not answer a heartbeat within ${heartbeatMs} ms`), true);
+        // No answer: the lock may still be held, so clear it before Kysely gets the connection back.
+        this.#lose(new Error(`the server did not answer a heartbeat within ${timeoutMs} ms`), true);
       } else if (Number(outcome[0]?.held) !== this.keys.length) {
         this.#lose(
           new Error(`backend ${this.pid} no longer holds it (terminated, or unlocked behind pglock)`),
@@ -267,8 +279,6 @@ class HeldSessionLock implements SessionLock {
       }
     } catch (error) {
       this.#lose(error, true);
-    } finally {
-      clearTimeout(timer);
     }
   }
 
@@ -287,8 +297,8 @@ class HeldSessionLock implements SessionLock {
 
   // Hands the connection back holding no advisory lock (Kysely cannot destroy a connection).
   #scrubAndClose(): Promise<void> {
-    this.#closing ??= this.#pinned
-      .query(unlockAll)
+    // Bounded: a query on a dead connection may never settle (porsager/postgres#1208).
+    this.#closing ??= within(this.#pinned.query(unlockAll), MIN_CHECK_TIMEOUT_MS, undefined)
       .then(
         () => undefined,
         () => undefined,
