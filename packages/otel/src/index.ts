@@ -1,0 +1,2 @@
+export { eventAttributes } from './attributes.ts';
+export { instrumentPglock, type PglockInstrumentationOptions } from './instrument.ts';
