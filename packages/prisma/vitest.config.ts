@@ -1,4 +1,10 @@
 import { defineProject } from 'vitest/config';
 import { sharedProject } from '../../vitest.shared.ts';
 
-export default defineProject(sharedProject('prisma'));
+const shared = sharedProject('prisma');
+
+// The test schema's client is generated before any test (and child process) imports it.
+export default defineProject({
+  ...shared,
+  test: { ...shared.test, globalSetup: ['./test/global-setup.ts'] },
+});

@@ -1,0 +1,4 @@
+import { runConformance } from '@pglock/test-kit';
+import { prismaHarness } from './harness.ts';
+
+runConformance(prismaHarness);
