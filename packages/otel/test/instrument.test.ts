@@ -98,10 +98,10 @@ describe('instrumentPglock', () => {
 
     const [wait] = await points('pglock.wait.duration', name);
     expect(wait?.attributes).toMatchObject({ 'pglock.outcome': 'acquired', 'pglock.scope': 'transaction' });
-    expect((wait?.value as Histogram).count).toBe(1);
+    expect((wait!.value as Histogram).count).toBe(1);
     const [hold] = await points('pglock.hold.duration', name);
     expect(hold?.attributes).toMatchObject({ 'pglock.outcome': 'released' });
-    expect((hold?.value as Histogram).sum).toBeGreaterThanOrEqual(25);
+    expect((hold!.value as Histogram).sum).toBeGreaterThanOrEqual(25);
   });
 
   it('contention: a busy try and a timed-out wait end their spans with the reason and count pglock.contention', async () => {
