@@ -37,10 +37,11 @@ export interface PrismaTransactionLike extends PrismaRawQueryable {
 /** A root Prisma client (`new PrismaClient(…)`, or one returned by `$extends`). */
 export interface PrismaClientLike extends PrismaRawQueryable {
   $connect(): Promise<void>;
-  $transaction<R>(
-    fn: (tx: never) => Promise<R>,
+  // Not generic: a generic member here would not match Prisma's overloaded `$transaction`.
+  $transaction(
+    fn: (tx: PrismaTransactionLike) => Promise<unknown>,
     options?: { maxWait?: number; timeout?: number; isolationLevel?: PrismaIsolationLevel },
-  ): Promise<R>;
+  ): Promise<unknown>;
 }
 
 /**

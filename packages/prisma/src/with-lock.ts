@@ -176,7 +176,8 @@ function driver<C extends PrismaClientLike>(
   options: ReturnType<typeof prismaTransactionOptions>,
 ): TransactionDriver<TxOf<C>> {
   return {
-    transaction: (body) => prisma.$transaction((tx) => body(tx), options),
+    transaction: <R>(body: (tx: TxOf<C>) => Promise<R>) =>
+      prisma.$transaction((tx) => body(tx as TxOf<C>), options) as Promise<R>,
     executor: (tx) => prismaExecutor(tx as PrismaRawQueryable, prisma),
   };
 }

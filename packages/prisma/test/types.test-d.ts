@@ -1,0 +1,106 @@
+import { PrismaPg } from '@prisma/adapter-pg';
+import { describe, expectTypeOf, it } from 'vitest';
+import {
+  advisoryLocks,
+  isLocked,
+  lock,
+  type TryResult,
+  type TxOf,
+  tryLock,
+  tryWithLock,
+  withLock,
+} from '../src/index.ts';
+import { PrismaClient } from './generated/client.ts';
+
+type Account = { id: number; owner: string; balance: number };
+
+const base = new PrismaClient({ adapter: new PrismaPg({ connectionString: 'postgres://localhost/x' }) });
+const other = {
+  client: { $hello: () => 'hi' as const },
+  model: {
+    account: {
+      async richest() {
+        return 1_000;
+      },
+    },
+  },
+};
+const prisma = base.$extends(other).$extends(advisoryLocks({ namespace: 'app' }));
+const lockedFirst = base.$extends(advisoryLocks()).$extends(other);
+
+describe('the extension on a generated client', () => {
+  it('$withLock resolves the callback value; tx keeps models and other extensions', () => {
+    const result = prisma.$withLock('k', async (tx) => {
+      expectTypeOf(tx.$hello()).toEqualTypeOf<'hi'>();
+      expectTypeOf(await tx.account.richest()).toEqualTypeOf<number>();
+      return tx.account.findMany();
+    });
+    expectTypeOf(result).toEqualTypeOf<Promise<Account[]>>();
+    // Extensions added after pglock are there too: `this` is the final client.
+    void lockedFirst.$withLock('k', async (tx) => {
+      expectTypeOf(tx.$hello()).toEqualTypeOf<'hi'>();
+      return tx.account.richest();
+    });
+  });
+
+  it('$tryWithLock wraps the value in TryResult', () => {
+    expectTypeOf(prisma.$tryWithLock(1n, async (tx) => tx.account.count())).toEqualTypeOf<
+      Promise<TryResult<number>>
+    >();
+  });
+
+  it('tx is a transaction client: no $extends, $connect or $disconnect, and not any', () => {
+    void prisma.$withLock('k', async (tx) => {
+      // @ts-expect-error Prisma denies $extends inside a transaction
+      tx.$extends;
+      // @ts-expect-error no $connect on a transaction client
+      tx.$connect;
+      // @ts-expect-error tx is typed, not any
+      tx.account.nope();
+      expectTypeOf(tx).toEqualTypeOf<TxOf<typeof prisma>>();
+    });
+  });
+
+  it('options: core options plus Prisma transaction options, checked', () => {
+    void prisma.$withLock('k', async () => 1, {
+      timeoutMs: 1_000,
+      shared: true,
+      signal: AbortSignal.timeout(5_000),
+      transaction: { maxWait: 1_000, timeout: 10_000, isolationLevel: 'Serializable' },
+    });
+    // @ts-expect-error Prisma's isolation level names
+    void prisma.$withLock('k', async () => 1, { transaction: { isolationLevel: 'serializable' } });
+    // @ts-expect-error keys are names, numbers, bigints, pairs or arrays of them
+    void prisma.$withLock({ nope: true }, async () => 1);
+  });
+});
+
+describe('plain functions', () => {
+  it('withLock and tryWithLock give the client’s transaction client', () => {
+    expectTypeOf(withLock(base, 'k', async (tx) => tx.account.findMany())).toEqualTypeOf<
+      Promise<Account[]>
+    >();
+    void withLock(prisma, 'k', async (tx) => {
+      expectTypeOf(tx).toEqualTypeOf<TxOf<typeof prisma>>();
+      return tx.$hello();
+    });
+    expectTypeOf(tryWithLock(base, 'k', async () => 'v' as const)).toEqualTypeOf<Promise<TryResult<'v'>>>();
+  });
+
+  it('lock and tryLock take a transaction client, never the root client', () => {
+    void base.$transaction(async (tx) => {
+      expectTypeOf(lock(tx, 'k')).toEqualTypeOf<Promise<void>>();
+      expectTypeOf(tryLock(tx, ['a', 'b'])).toEqualTypeOf<Promise<boolean>>();
+    });
+    void prisma.$withLock('k', async (tx) => lock(tx, 'other'));
+    // @ts-expect-error the root client runs each query on any pooled connection
+    void lock(base, 'k');
+    // @ts-expect-error an extended root client neither
+    void tryLock(prisma, 'k');
+  });
+
+  it('isLocked accepts the client or a transaction client', () => {
+    expectTypeOf(isLocked(prisma, 'k')).toEqualTypeOf<Promise<boolean>>();
+    void base.$transaction(async (tx) => isLocked(tx, 'k', { namespace: 'app' }));
+  });
+});
