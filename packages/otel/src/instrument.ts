@@ -97,31 +97,35 @@ export function instrumentPglock(options: PglockInstrumentationOptions = {}): ()
     span.end();
   };
 
+  // The span is started when the wait ends, back-dated by the wait that core measured: its clock
+  // starts when the call begins (before a pooled connection is checked out), before `requested`.
+  const start = (event: LockAcquiredEvent | LockNotAcquiredEvent): Span =>
+    tracer.startSpan(
+      'pglock.lock',
+      {
+        attributes: { ...eventAttributes(event), 'pglock.wait_ms': event.waitMs },
+        startTime: performance.timeOrigin + performance.now() - event.waitMs,
+      },
+      // Publishing is synchronous, so this is the caller's context and the span nests under its request.
+      context.active(),
+    );
   const handlers: Record<string, (message: unknown) => void> = {
-    [lockChannels.requested]: (message) => {
-      const event = message as LockEventBase;
-      // Started in the caller's context (publish is synchronous), so the span nests under its request.
-      open.set(
-        event.id,
-        tracer.startSpan('pglock.lock', { attributes: eventAttributes(event) }, context.active()),
-      );
+    [lockChannels.acquired]: (message) => {
+      const event = message as LockAcquiredEvent;
+      waitDuration.record(event.waitMs, metricAttributes(event, { 'pglock.outcome': 'acquired' }));
+      const span = start(event);
+      span.addEvent('acquired', { 'pglock.wait_ms': event.waitMs });
+      open.set(event.id, span);
       if (open.size > maxOpen) {
         const [oldest] = open.keys();
         if (oldest !== undefined) finish(oldest, 'release-unobserved');
       }
     },
-    [lockChannels.acquired]: (message) => {
-      const event = message as LockAcquiredEvent;
-      waitDuration.record(event.waitMs, metricAttributes(event, { 'pglock.outcome': 'acquired' }));
-      const span = open.get(event.id);
-      span?.setAttribute('pglock.wait_ms', event.waitMs);
-      span?.addEvent('acquired', { 'pglock.wait_ms': event.waitMs });
-    },
     [lockChannels.notAcquired]: (message) => {
       const event = message as LockNotAcquiredEvent;
       waitDuration.record(event.waitMs, metricAttributes(event, { 'pglock.outcome': event.reason }));
       contention.add(1, metricAttributes(event, { 'pglock.reason': event.reason }));
-      open.get(event.id)?.setAttribute('pglock.wait_ms', event.waitMs);
+      open.set(event.id, start(event));
       // Busy and timed out are answers, not faults; the others are errors of the call.
       const failed = event.reason === 'error' || event.reason === 'deadlock';
       finish(event.id, event.reason, event.error, failed);
