@@ -23,6 +23,7 @@ export {
 } from './errors.ts';
 export {
   type AdvisoryLockInfo,
+  holdsLock,
   inspectLocks,
   inspectLocksStatement,
   isLocked,

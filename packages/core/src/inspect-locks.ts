@@ -103,6 +103,28 @@ export async function isLocked(executor: LockExecutor, key: LockKey): Promise<bo
   return row?.locked === true;
 }
 
+const ownsText = `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted AND pid = pg_backend_pid()
+    AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+    AND classid = $1::text::bigint::oid AND objid = $2::text::bigint::oid AND objsubid = $3::text::int) AS held`;
+
+/**
+ * True when the connection running the statement (its server backend) holds `key`. Session-lock
+ * handles use it as their heartbeat: behind a transaction-mode pooler the statement can land on
+ * another backend, which then does not hold the lock.
+ *
+ * @example
+ * ```ts
+ * import { holdsLock, lockKey } from '@pglock/core';
+ *
+ * if (!(await holdsLock(pinnedExecutor, lockKey('leader')))) console.log('lost it');
+ * ```
+ */
+export async function holdsLock(executor: LockExecutor, key: LockKey): Promise<boolean> {
+  const { classid, objid, objsubid } = lockTag(key);
+  const [row] = await executor.query(statement(ownsText, [String(classid), String(objid), String(objsubid)]));
+  return row?.held === true;
+}
+
 /**
  * The `(classid, objid, objsubid)` under which `pg_locks` lists `key`.
  *

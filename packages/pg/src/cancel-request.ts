@@ -28,9 +28,12 @@ export function sendCancelRequest(client: PgClientLike, timeoutMs = 5_000): Prom
       message.writeInt32BE(CANCEL_REQUEST_CODE, 4);
       message.writeInt32BE(processID, 8);
       message.writeInt32BE(secretKey, 12);
-      socket.end(message);
+      // Written without ending our side: PgBouncer drops a cancel whose client hangs up before it has
+      // forwarded it; both PostgreSQL and PgBouncer close the socket once the request is handled.
+      socket.write(message);
     });
     socket.once('error', reject);
+    socket.once('end', () => socket.end());
     socket.once('close', (hadError) => {
       if (!hadError) resolve();
     });

@@ -1,20 +1,19 @@
 import {
-  AdvisoryLockError,
   acquireSessionLocks,
   assertNotAborted,
-  describeKeys,
+  InvalidLockOptionsError,
   type LockKey,
-  LockLostError,
   type LockOptions,
   type LockRequest,
   type LockTarget,
   LockTrace,
   lockRequest,
   notAcquiredError,
-  releaseSessionLocks,
 } from '@pglock/core';
+import { HeldSessionLock } from './held-session-lock.ts';
 import { pgExecutor } from './pg-executor.ts';
-import type { PgPoolClientLike, PgPoolLike } from './pg-types.ts';
+import type { PgPoolLike } from './pg-types.ts';
+import { assertStableBackend } from './stable-backend.ts';
 
 /** Options of session locks: core's, plus the liveness check of the held connection. */
 export interface SessionLockOptions extends LockOptions {
@@ -127,7 +126,7 @@ async function takeSessionLock(
   heartbeatMs = 1_000,
 ): Promise<SessionLock | undefined> {
   if (!Number.isInteger(heartbeatMs) || heartbeatMs < 10) {
-    throw new AdvisoryLockError('INVALID_LOCK_OPTIONS', 'heartbeatMs must be an integer of at least 10.');
+    throw new InvalidLockOptionsError('heartbeatMs must be an integer of at least 10.');
   }
   assertNotAborted(request);
   const client = await pool.connect();
@@ -137,6 +136,7 @@ async function takeSessionLock(
   try {
     held = await acquireSessionLocks(pgExecutor(client), request, trace);
     pid = held ? Number((await client.query('SELECT pg_backend_pid() AS pid')).rows[0]?.pid) : 0;
+    if (held) await assertStableBackend(pool, client, pid, request);
   } catch (error) {
     // The connection's lock state is unknown: never hand it back to the pool.
     client.release(error instanceof Error ? error : new Error(String(error)));
@@ -147,116 +147,4 @@ async function takeSessionLock(
     return undefined;
   }
   return new HeldSessionLock(client, request, trace, pid, heartbeatMs);
-}
-
-class HeldSessionLock implements SessionLock {
-  readonly keys: readonly LockKey[];
-  readonly pid: number;
-  readonly #client: PgPoolClientLike;
-  readonly #request: LockRequest;
-  readonly #trace: LockTrace;
-  readonly #controller = new AbortController();
-  readonly #timer: NodeJS.Timeout;
-  #heartbeat: Promise<void> | undefined;
-  #released: Promise<void> | undefined;
-  #destroyed = false;
-
-  constructor(
-    client: PgPoolClientLike,
-    request: LockRequest,
-    trace: LockTrace,
-    pid: number,
-    heartbeatMs: number,
-  ) {
-    this.keys = request.keys;
-    this.pid = pid;
-    this.#client = client;
-    this.#request = request;
-    this.#trace = trace;
-    client.on('error', this.#onError);
-    client.on('end', this.#onEnd);
-    this.#timer = setInterval(() => {
-      this.#heartbeat ??= this.#beat(heartbeatMs).finally(() => {
-        this.#heartbeat = undefined;
-      });
-    }, heartbeatMs);
-    this.#timer.unref();
-  }
-
-  get key(): LockKey {
-    return this.keys[0] as LockKey;
-  }
-
-  get signal(): AbortSignal {
-    return this.#controller.signal;
-  }
-
-  release(): Promise<void> {
-    this.#released ??= this.#release();
-    return this.#released;
-  }
-
-  [Symbol.asyncDispose](): Promise<void> {
-    return this.release();
-  }
-
-  async #beat(heartbeatMs: number): Promise<void> {
-    let timer: NodeJS.Timeout | undefined;
-    const silent = new Promise<'timeout'>((resolve) => {
-      timer = setTimeout(() => resolve('timeout'), heartbeatMs);
-    });
-    try {
-      const outcome = await Promise.race([this.#client.query('SELECT 1'), silent]);
-      if (outcome === 'timeout')
-        this.#lose(new Error(`the connection did not answer a heartbeat within ${heartbeatMs} ms`));
-    } catch (error) {
-      this.#lose(error);
-    } finally {
-      clearTimeout(timer);
-    }
-  }
-
-  readonly #onError = (error: Error): void => this.#lose(error);
-  readonly #onEnd = (): void => this.#lose(new Error('the connection ended'));
-
-  #lose(cause: unknown): void {
-    if (this.#controller.signal.aborted || this.#released) return;
-    clearInterval(this.#timer);
-    this.#controller.abort(
-      new LockLostError(
-        `The session ${describeKeys(this.#request)} was lost: ${cause instanceof Error ? cause.message : String(cause)}.`,
-        {
-          keys: this.keys,
-          cause,
-        },
-      ),
-    );
-    this.#trace.lost(this.#controller.signal.reason);
-    this.#destroy(cause);
-  }
-
-  #destroy(cause: unknown): void {
-    if (this.#destroyed) return;
-    this.#destroyed = true;
-    this.#client.removeListener('error', this.#onError);
-    this.#client.removeListener('end', this.#onEnd);
-    // A closed connection ends its session, and PostgreSQL releases its locks with it.
-    this.#client.release(cause instanceof Error ? cause : new Error(String(cause)));
-  }
-
-  async #release(): Promise<void> {
-    clearInterval(this.#timer);
-    await this.#heartbeat;
-    if (this.#controller.signal.aborted) throw this.#controller.signal.reason;
-    try {
-      await releaseSessionLocks(pgExecutor(this.#client), this.#request, this.#trace);
-    } catch (error) {
-      this.#destroy(error);
-      throw error;
-    }
-    this.#destroyed = true;
-    this.#client.removeListener('error', this.#onError);
-    this.#client.removeListener('end', this.#onEnd);
-    this.#client.release();
-  }
 }

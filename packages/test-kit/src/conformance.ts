@@ -18,6 +18,14 @@ export const suites = {
   input: inputSuite,
 } as const;
 
+/** Where the adapter connects, when not straight to the test database. */
+export interface ConformanceOptions {
+  /** The URL the adapter (and its child processes) use, e.g. a PgBouncer's; checks still read `pg_locks` directly. */
+  readonly url?: string | undefined;
+  /** Appended to the suite name, e.g. `via PgBouncer (transaction pooling)`. */
+  readonly label?: string | undefined;
+}
+
 /**
  * Registers the whole conformance suite for one adapter harness.
  *
@@ -29,9 +37,9 @@ export const suites = {
  * runConformance(poolHarness);
  * ```
  */
-export function runConformance(harness: AdapterHarness): void {
-  describe(`conformance: ${harness.name}`, () => {
-    const ctx = useSuiteContext(harness);
+export function runConformance(harness: AdapterHarness, options: ConformanceOptions = {}): void {
+  describe(`conformance: ${harness.name}${options.label ? ` ${options.label}` : ''}`, () => {
+    const ctx = useSuiteContext(harness, options.url);
     for (const suite of Object.values(suites)) suite(ctx);
   });
 }

@@ -8,6 +8,7 @@ import type {} from './provided-context.ts';
 /** What every suite gets: the harness, a backdoor connection, and instances closed after each test. */
 export interface SuiteContext {
   readonly harness: AdapterHarness;
+  /** The URL the adapter connects to (the database, or a pooler in front of it). */
   readonly url: string;
   readonly backdoor: Backdoor;
   /** Opens an adapter instance that is closed after the test. */
@@ -19,13 +20,14 @@ export interface SuiteContext {
 }
 
 /** Registers the hooks behind a {@link SuiteContext}; call inside a `describe`. */
-export function useSuiteContext(harness: AdapterHarness): SuiteContext {
-  const url = inject('databaseUrl');
+export function useSuiteContext(harness: AdapterHarness, adapterUrl?: string): SuiteContext {
+  const directUrl = inject('databaseUrl');
+  const url = adapterUrl ?? directUrl;
   let backdoor: Backdoor | undefined;
   const opened: AdapterInstance[] = [];
   const tables: string[] = [];
   beforeAll(async () => {
-    backdoor = await Backdoor.open(url);
+    backdoor = await Backdoor.open(directUrl);
   });
   afterEach(async () => {
     await Promise.allSettled(opened.splice(0).map((instance) => instance.close()));

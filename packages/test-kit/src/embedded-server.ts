@@ -60,7 +60,8 @@ export async function startEmbeddedServer(): Promise<EmbeddedServer> {
   };
 }
 
-function freePort(): Promise<number> {
+/** A free TCP port on 127.0.0.1 (asks the OS for one, then closes it). */
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const probe = createServer();
     probe.once('error', reject);

@@ -1,8 +1,10 @@
 import type { TestProject } from 'vitest/node';
 import { type EmbeddedServer, startEmbeddedServer } from './embedded-server.ts';
+import { findPgBouncer, type PgBouncer, startPgBouncer } from './pgbouncer.ts';
 import type {} from './provided-context.ts';
 
 let server: EmbeddedServer | undefined;
+const bouncers: PgBouncer[] = [];
 
 /**
  * Vitest global setup: use `DATABASE_URL` when set, else start one embedded PostgreSQL for the
@@ -18,7 +20,21 @@ export default async function setup(project: TestProject): Promise<() => Promise
     project.provide('databaseUrl', server.url);
     project.provide('databaseKind', 'embedded');
   }
+  const binary = findPgBouncer();
+  const url = external ?? server?.url ?? '';
+  if (binary) {
+    bouncers.push(
+      await startPgBouncer(binary, url, 'transaction'),
+      await startPgBouncer(binary, url, 'session'),
+    );
+    project.provide('pgbouncer', { transactionUrl: bouncers[0]!.url, sessionUrl: bouncers[1]!.url });
+  } else {
+    project.provide('pgbouncer', {
+      missing: 'PgBouncer is not installed (apt-get install pgbouncer; .ci/run does)',
+    });
+  }
   return async () => {
+    await Promise.all(bouncers.splice(0).map((bouncer) => bouncer.stop()));
     await server?.stop();
     server = undefined;
   };

@@ -1,7 +1,8 @@
 export { Backdoor } from './backdoor.ts';
 export { Child } from './child.ts';
-export { runConformance, suites } from './conformance.ts';
+export { type ConformanceOptions, runConformance, suites } from './conformance.ts';
 export { deferred, type HeldLock, holdLock, pidOf, type SuiteContext, useSuiteContext } from './context.ts';
 export { countingPool } from './counting-pool.ts';
-export { type EmbeddedServer, startEmbeddedServer } from './embedded-server.ts';
+export { type EmbeddedServer, freePort, startEmbeddedServer } from './embedded-server.ts';
 export type { AdapterHarness, AdapterInstance, Capabilities, HarnessTransaction, Sql } from './harness.ts';
+export { findPgBouncer, type PgBouncer, startPgBouncer } from './pgbouncer.ts';

@@ -5,6 +5,8 @@ declare module 'vitest' {
     databaseUrl: string;
     /** `external` (DATABASE_URL) or `embedded` (started for this run). */
     databaseKind: 'external' | 'embedded';
+    /** PgBouncer URLs in front of the database, or the reason there is none (not installed). */
+    pgbouncer: { transactionUrl: string; sessionUrl: string } | { missing: string };
   }
 }
 

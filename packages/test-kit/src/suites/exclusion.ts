@@ -75,9 +75,9 @@ export function exclusionSuite(ctx: SuiteContext): void {
         } finally {
           await held.release();
         }
+        // Released: the contender gets it now (through a transaction pooler possibly on the same backend).
         const after = await contender.tryWithLock(name, async (sql) => pidOf(sql));
         expect(after.acquired).toBe(true);
-        expect(after.acquired && after.value).not.toBe(held.pid);
       });
     },
   );
