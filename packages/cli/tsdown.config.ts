@@ -6,6 +6,4 @@ export default defineConfig({
   dts: true,
   platform: 'node',
   target: 'node20',
-  // Only the binary gets the shebang; the library entry stays a plain module.
-  banner: (chunk) => (chunk.fileName.startsWith('cli.') ? '#!/usr/bin/env node' : ''),
 });
