@@ -1,3 +1,9 @@
+/**
+ * The PostgreSQL advisory-lock protocol behind pglock: keys, statements, typed errors, inspection.
+ *
+ * @module @pglock/core
+ */
+
 export { type AcquireContext, abortedError, acquireLocks, describeKeys } from './acquire-locks.ts';
 export { deriveKey } from './derive-key.ts';
 export {

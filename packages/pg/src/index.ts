@@ -1,3 +1,9 @@
+/**
+ * PostgreSQL advisory locks for node-postgres: transaction-scoped `withLock` and session locks.
+ *
+ * @module @pglock/pg
+ */
+
 export * from '@pglock/core';
 export { advisoryLocks, type PgAdvisoryLocks } from './advisory-locks.ts';
 export { sendCancelRequest } from './cancel-request.ts';
