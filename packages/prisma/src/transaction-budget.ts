@@ -1,7 +1,17 @@
 import { InvalidLockOptionsError, type LockRequest } from '@pglock/core';
 import type { PrismaIsolationLevel, PrismaTransactionOptions } from './prisma-types.ts';
 
-/** Prisma's default interactive-transaction `timeout`. */
+/**
+ * Prisma's default interactive-transaction `timeout`: what a `$withLock` callback gets once the lock
+ * is held, and how long an omitted `timeoutMs` waits, unless `transaction.timeout` says otherwise.
+ *
+ * @example
+ * ```ts
+ * import { PRISMA_DEFAULT_TIMEOUT_MS } from '@pglock/prisma';
+ *
+ * await prisma.$withLock('import', run, { transaction: { timeout: 2 * PRISMA_DEFAULT_TIMEOUT_MS } });
+ * ```
+ */
 export const PRISMA_DEFAULT_TIMEOUT_MS = 5_000;
 
 // Prisma arms its transaction timer with setTimeout, which fires at once (after a warning) for

@@ -25,7 +25,16 @@ import type {
 } from './prisma-types.ts';
 import { checkTransaction, prismaTransactionOptions } from './transaction-budget.ts';
 
-/** Options of the Prisma adapter: core's, plus the interactive transaction's options. */
+/**
+ * Options of the Prisma adapter: core's, plus the interactive transaction's options.
+ *
+ * @example
+ * ```ts
+ * import type { PrismaLockOptions } from '@pglock/prisma';
+ *
+ * const options: PrismaLockOptions = { timeoutMs: 10_000, transaction: { timeout: 5_000, isolationLevel: 'Serializable' } };
+ * ```
+ */
 export interface PrismaLockOptions extends LockOptions {
   /**
    * Passed to `$transaction`. `timeout` is the callback's time once the lock is held; Prisma's own
@@ -38,6 +47,13 @@ export interface PrismaLockOptions extends LockOptions {
  * How long `lock(tx, …)` and a waiting `tryLock(tx, …)` wait when `timeoutMs` is omitted: half of
  * Prisma's default 5 s transaction, leaving the other half to the work. Inside a transaction you
  * opened, pglock cannot raise its timeout; pass a `timeoutMs` that fits it.
+ *
+ * @example
+ * ```ts
+ * import { DEFAULT_IN_TRANSACTION_WAIT_MS, lock } from '@pglock/prisma';
+ *
+ * await prisma.$transaction(async (tx) => lock(tx, 'job', { timeoutMs: DEFAULT_IN_TRANSACTION_WAIT_MS * 2 }), { timeout: 10_000 });
+ * ```
  */
 export const DEFAULT_IN_TRANSACTION_WAIT_MS = 2_500;
 
