@@ -1,0 +1,35 @@
+import type { InstanceConfig } from '../protocol.ts';
+
+/**
+ * The two jobs of an API instance, written once per adapter in that ORM's own style. Lock names are
+ * passed in (not built here) so that the `--no-lock` debug mode can make them unique per call.
+ */
+export interface DemoAdapter {
+  /**
+   * `tryWithLock(lockName)`: writes a `rebuilds` row (server clock), calls `onHeld` with its id,
+   * replaces the leaderboard slowly, stamps `finished_at`. False when another instance holds the lock.
+   */
+  rebuild(lockName: string, onHeld: (rebuildId: number) => void): Promise<boolean>;
+  /**
+   * `withLock(lockName)`: reads the user's score, sleeps, writes score + 1, and records a
+   * `score_events` row in the same transaction (the ledger the verification sums).
+   */
+  addPoint(lockName: string, userId: number): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** Opens one adapter's connection pool on the run's schema. */
+export type OpenAdapter = (config: InstanceConfig) => Promise<DemoAdapter>;
+
+/** A pause inside a transaction, standing for real work. */
+export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/** Connection settings every adapter's `pg.Pool` uses: the run's schema first on the search path. */
+export function poolConfig(config: InstanceConfig) {
+  return {
+    connectionString: config.url,
+    options: `-c search_path=${config.schema}`,
+    application_name: `pglock-demo ${config.label}`,
+    max: 4,
+  };
+}

@@ -1,0 +1,38 @@
+// The Prisma instance: a generated client on @prisma/adapter-pg, extended with @pglock/prisma.
+import { advisoryLocks } from '@pglock/prisma';
+import { PrismaPg } from '@prisma/adapter-pg';
+import { PrismaClient } from '../generated/client.ts';
+import { type OpenAdapter, poolConfig, sleep } from './demo-adapter.ts';
+
+export const open: OpenAdapter = async (config) => {
+  // Prisma qualifies every table with a schema name; `schema` makes it the run's schema.
+  const prisma = new PrismaClient({
+    adapter: new PrismaPg(poolConfig(config), { schema: config.schema }),
+  }).$extends(advisoryLocks({ namespace: config.namespace }));
+  return {
+    async rebuild(lockName, onHeld) {
+      const result = await prisma.$tryWithLock(lockName, async (tx) => {
+        // started_at defaults to clock_timestamp(): the server's clock, like finished_at below.
+        const { id } = await tx.rebuild.create({ data: { instance: config.label }, select: { id: true } });
+        onHeld(id);
+        const ranked = await tx.user.findMany({ orderBy: [{ score: 'desc' }, { id: 'asc' }] });
+        await tx.leaderboardRow.deleteMany();
+        await sleep(config.rebuildHoldMs);
+        await tx.leaderboardRow.createMany({
+          data: ranked.map((u, i) => ({ rebuildId: id, rank: i + 1, userId: u.id, score: u.score })),
+        });
+        await tx.$executeRaw`UPDATE rebuilds SET finished_at = clock_timestamp(), users = ${ranked.length} WHERE id = ${id}`;
+      });
+      return result.acquired;
+    },
+    async addPoint(lockName, userId) {
+      await prisma.$withLock(lockName, async (tx) => {
+        const user = await tx.user.findUniqueOrThrow({ where: { id: userId }, select: { score: true } });
+        await sleep(config.thinkMs);
+        await tx.user.update({ where: { id: userId }, data: { score: user.score + 1 } });
+        await tx.scoreEvent.create({ data: { userId, instance: config.label, points: 1 } });
+      });
+    },
+    close: () => prisma.$disconnect(),
+  };
+};

@@ -1,0 +1,52 @@
+// `pnpm demo`: pglock doing its job in one command. See README.md and `pnpm demo -- --help`.
+import { writeFile } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
+import { startEmbeddedServer } from '@pglock/test-kit';
+import { HELP, parseOptions, UsageError } from './options.ts';
+import { runDemo, verificationLines } from './run-demo.ts';
+
+const defaultOut = fileURLToPath(new URL('../out/timeline.html', import.meta.url));
+
+async function main(argv: readonly string[]): Promise<number> {
+  let options: ReturnType<typeof parseOptions>;
+  try {
+    options = parseOptions(argv, defaultOut);
+  } catch (error) {
+    if (!(error instanceof UsageError) && !(error instanceof TypeError)) throw error;
+    process.stderr.write(`${error.message}\n\n${HELP}`);
+    return 2;
+  }
+  if (options === 'help') {
+    process.stdout.write(HELP);
+    return 0;
+  }
+  const external = process.env.DATABASE_URL;
+  if (!external)
+    process.stdout.write('DATABASE_URL is not set: starting an embedded PostgreSQL for this run…\n');
+  const server = external ? undefined : await startEmbeddedServer();
+  const abort = new AbortController();
+  const onSigint = () => abort.abort(new Error('interrupted'));
+  process.once('SIGINT', onSigint);
+  try {
+    const result = await runDemo(options, {
+      url: external ?? server!.url,
+      database: external ? 'DATABASE_URL' : 'embedded PG',
+      out: process.stdout,
+      signal: abort.signal,
+    });
+    process.stdout.write(`\n${verificationLines(result.verification).join('\n')}\n`);
+    process.stdout.write(`\nTimeline (who held which lock when): ${result.timeline}\n`);
+    if (options.report) {
+      await writeFile(
+        options.report,
+        `${JSON.stringify({ options, verification: result.verification, instances: result.instances, timeline: result.timeline }, null, 2)}\n`,
+      );
+    }
+    return result.verification.ok ? 0 : 1;
+  } finally {
+    process.off('SIGINT', onSigint);
+    await server?.stop();
+  }
+}
+
+process.exitCode = await main(process.argv.slice(2));

@@ -1,0 +1,49 @@
+// What the controller (main.ts) and the instance processes say to each other over Node's IPC channel.
+import type { AdapterName } from './options.ts';
+
+/** Everything one instance process needs, passed as JSON in PGLOCK_DEMO_INSTANCE. */
+export interface InstanceConfig {
+  readonly index: number;
+  readonly label: string;
+  readonly adapter: AdapterName;
+  readonly url: string;
+  /** The run's own schema; every table lives there. */
+  readonly schema: string;
+  /** Lock namespace of the run, so that concurrent runs on one database never share keys. */
+  readonly namespace: string;
+  readonly users: number;
+  readonly lock: boolean;
+  /** How long a rebuild holds its lock (the "expensive" part). */
+  readonly rebuildHoldMs: number;
+  /** Pause between two rebuild attempts of one instance. */
+  readonly rebuildEveryMs: number;
+  /** The sleep between reading a score and writing it back: the window a lost update needs. */
+  readonly thinkMs: number;
+}
+
+/** The name of the rebuild lock; per-user locks are `user:<id>`. */
+export const REBUILD_LOCK = 'leaderboard:rebuild';
+
+/** Lock events as `node:diagnostics_channel` reports them inside the instance. */
+export type LockEventKind = 'requested' | 'acquired' | 'not-acquired' | 'released';
+
+export type InstanceMessage =
+  | { readonly type: 'ready' }
+  | {
+      readonly type: 'lock';
+      readonly event: LockEventKind;
+      /** Correlates the events of one acquisition within this process. */
+      readonly id: number;
+      readonly name: string;
+      /** Wall clock, ms since the epoch. */
+      readonly at: number;
+      readonly waitMs?: number;
+    }
+  /** Sent from inside the rebuild's transaction, after its row is written: the moment to kill. */
+  | { readonly type: 'rebuild-held'; readonly rebuildId: number; readonly at: number }
+  | { readonly type: 'rebuilt' }
+  | { readonly type: 'skipped' }
+  | { readonly type: 'updated' }
+  | { readonly type: 'bye' };
+
+export type ControllerMessage = { readonly type: 'start'; readonly endAt: number };
