@@ -44,12 +44,11 @@ describe('pglock locks', () => {
     const releases: (() => void)[] = [];
     const hold = (pool: pg.Pool, name: string, options: { namespace?: string; shared?: boolean }) =>
       withLock(pool, name, () => new Promise<void>((resolve) => releases.push(resolve)), options);
-    const waiting = [
-      withLock(newPool('waiter-1'), fileName, async () => undefined, { namespace: 'ops' }),
-      withLock(newPool('waiter-2'), fileName, async () => undefined, { namespace: 'ops' }),
-    ];
     const fileKey = BigInt(bigintText(fileName, 'ops'));
+    // The second waiter starts once the first waits, so that their order in pg_locks is known.
+    const waiting = [withLock(newPool('waiter-1'), fileName, async () => undefined, { namespace: 'ops' })];
     await backdoor.waitForWaiters(fileKey, 1);
+    waiting.push(withLock(newPool('waiter-2'), fileName, async () => undefined, { namespace: 'ops' }));
     const registryKey = BigInt(bigintText(registryName));
     const shared = [
       hold(newPool('reader-1'), registryName, { shared: true }),
@@ -168,7 +167,7 @@ describe('pglock locks', () => {
     ],
     [
       'an unknown role',
-      ['--url', `${url.replace(/\/\/[^@]*@/, '//pglock_no_such_role@')}`],
+      ['--url', withUser(url, 'pglock_no_such_role')],
       69,
       /refused the login.*pglock_no_such_role/,
     ],
@@ -191,4 +190,10 @@ let registryPool: pg.Pool | undefined;
 function backdoorPool(): pg.Pool {
   registryPool ??= newPool('registry');
   return registryPool;
+}
+
+function withUser(text: string, user: string): string {
+  const parsed = new URL(text);
+  parsed.username = user;
+  return parsed.toString();
 }
