@@ -55,7 +55,7 @@ export function modesSuite(ctx: SuiteContext): void {
       const loop = async (instance: typeof one, keys: string[]) => {
         for (let i = 0; i < 15; i++) {
           await instance.withLock(keys, async (sql) => {
-            await sql('SELECT pg_sleep(0.002)');
+            await sql('SELECT pg_sleep(0.002)::text');
             sections++;
           });
         }
