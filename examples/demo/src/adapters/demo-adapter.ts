@@ -18,7 +18,11 @@ export interface DemoAdapter {
   close(): Promise<void>;
 }
 
-/** Opens one adapter's connection pool on the run's schema. */
+/**
+ * Opens one adapter on the run's schema and runs a first query, so that an instance that reports
+ * ready has its connections open (and Prisma its query engine loaded): a short run should not spend
+ * its first seconds starting up.
+ */
 export type OpenAdapter = (config: InstanceConfig) => Promise<DemoAdapter>;
 
 /** A pause inside a transaction, standing for real work. */

@@ -36,6 +36,7 @@ export const open: OpenAdapter = async (config) => {
   const pool = new pg.Pool(poolConfig(config));
   const db = drizzle({ client: pool });
   const locks = advisoryLocks(db, { namespace: config.namespace });
+  await db.select().from(users).limit(1);
   return {
     async rebuild(lockName, onHeld) {
       const result = await locks.tryWithLock(lockName, async (tx) => {

@@ -22,6 +22,7 @@ export const open: OpenAdapter = async (config) => {
     dialect: new PostgresDialect({ pool: new pg.Pool(poolConfig(config)) }),
   });
   const locks = advisoryLocks(db, { namespace: config.namespace });
+  await db.selectFrom('users').select('id').limit(1).execute();
   return {
     async rebuild(lockName, onHeld) {
       const result = await locks.tryWithLock(lockName, async (trx) => {

@@ -6,6 +6,7 @@ import { type OpenAdapter, poolConfig, sleep } from './demo-adapter.ts';
 export const open: OpenAdapter = async (config) => {
   const pool = new pg.Pool(poolConfig(config));
   const locks = advisoryLocks(pool, { namespace: config.namespace });
+  await pool.query('SELECT count(*) FROM users');
   return {
     async rebuild(lockName, onHeld) {
       const result = await locks.tryWithLock(lockName, async (client) => {

@@ -9,6 +9,7 @@ export const open: OpenAdapter = async (config) => {
   const prisma = new PrismaClient({
     adapter: new PrismaPg(poolConfig(config), { schema: config.schema }),
   }).$extends(advisoryLocks({ namespace: config.namespace }));
+  await prisma.$transaction(async (tx) => tx.user.findFirst());
   return {
     async rebuild(lockName, onHeld) {
       const result = await prisma.$tryWithLock(lockName, async (tx) => {
