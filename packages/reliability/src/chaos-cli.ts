@@ -1,0 +1,32 @@
+// `pnpm chaos [--seconds 60] [--processes 12] [--no-faults]`: a chaos run against DATABASE_URL (a superuser URL),
+// or against a throwaway embedded PostgreSQL when it is unset. Exits 1 on any violation, hang or crash
+// that is not a known upstream driver bug.
+import { parseArgs } from 'node:util';
+import { startEmbeddedServer } from '@pglock/test-kit';
+import { generateClient, testOutput, testSchema } from '../../prisma/test/generate-client.ts';
+import { runChaos } from './chaos.ts';
+import { formatChaos, unexpectedCrashes } from './chaos-report.ts';
+
+const { values } = parseArgs({
+  options: {
+    seconds: { type: 'string', default: '60' },
+    processes: { type: 'string', default: '12' },
+    'no-faults': { type: 'boolean', default: false },
+  },
+});
+const seconds = Number(values.seconds);
+const processes = Number(values.processes);
+if (!(seconds > 0) || !Number.isInteger(processes) || processes < 1) {
+  throw new Error('usage: pnpm chaos [--seconds N] [--processes N]');
+}
+await generateClient(testSchema, testOutput);
+const server = process.env.DATABASE_URL ? undefined : await startEmbeddedServer();
+try {
+  const url = process.env.DATABASE_URL ?? (server?.url as string);
+  console.log(`chaos: ${processes} processes for ${seconds} s against ${new URL(url).host}`);
+  const result = await runChaos({ url, seconds, processes, faults: !values['no-faults'], log: console.log });
+  console.log(formatChaos(result));
+  process.exitCode = result.violations.length + result.hung + unexpectedCrashes(result).length > 0 ? 1 : 0;
+} finally {
+  await server?.stop();
+}

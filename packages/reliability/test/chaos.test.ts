@@ -1,0 +1,23 @@
+import { expect, inject, it } from 'vitest';
+import { runChaos } from '../src/chaos.ts';
+import { formatChaos, unexpectedCrashes } from '../src/chaos-report.ts';
+
+// The bounded CI run of `pnpm chaos`: every adapter in worker processes, SIGKILLs and backend
+// terminations for CHAOS_SECONDS (default 15 s), then the history check.
+const seconds = Number(process.env.CHAOS_SECONDS ?? 15);
+
+it(`chaos: ${seconds} s of kills and terminations across every adapter leave a valid history`, {
+  timeout: 240_000,
+}, async () => {
+  const result = await runChaos({ url: inject('databaseUrl'), seconds, processes: 6 });
+  console.log(formatChaos(result));
+  expect(result.violations).toEqual([]);
+  expect(result.hung).toBe(0);
+  expect(unexpectedCrashes(result)).toEqual([]);
+  // The run must have done something worth checking, under faults that really happened.
+  expect(result.exclusive).toBeGreaterThan(20);
+  expect(result.shared).toBeGreaterThan(0);
+  expect(result.kills + result.terminations).toBeGreaterThan(seconds);
+  for (const [adapter, sections] of Object.entries(result.byAdapter))
+    expect(sections, adapter).toBeGreaterThan(0);
+});
