@@ -63,6 +63,12 @@ export {
   releaseStatements,
   sessionUnlockStatements,
 } from './lock-statements.ts';
+export {
+  type HeartbeatOptions,
+  holdSessionLock,
+  type PinnedSession,
+  type SessionLock,
+} from './session-lock-handle.ts';
 export { acquireSessionLocks, releaseSessionLocks } from './session-locks.ts';
 export { SqlState, sqlStateOf } from './sql-state.ts';
 export { type Statement, statement } from './statement.ts';

@@ -16,7 +16,6 @@ export type {
 } from './pg-types.ts';
 export {
   acquireSessionLock,
-  type SessionLock,
   type SessionLockOptions,
   tryAcquireSessionLock,
   withSessionLock,

@@ -2,15 +2,15 @@ import {
   acquireSessionLocks,
   assertNotAborted,
   InvalidLockOptionsError,
-  type LockKey,
   type LockOptions,
   type LockRequest,
   type LockTarget,
   LockTrace,
   lockRequest,
   notAcquiredError,
+  type SessionLock,
 } from '@pglock/core';
-import { HeldSessionLock } from './held-session-lock.ts';
+import { holdOnClient } from './held-session-lock.ts';
 import { pgExecutor } from './pg-executor.ts';
 import type { PgPoolLike } from './pg-types.ts';
 import { assertStableBackend } from './stable-backend.ts';
@@ -23,21 +23,6 @@ export interface SessionLockOptions extends LockOptions {
    * at once; a silent network cut within about two intervals.
    */
   readonly heartbeatMs?: number | undefined;
-}
-
-/** A held session lock on its own pooled connection. `await using` releases it at the end of the block. */
-export interface SessionLock extends AsyncDisposable {
-  readonly keys: readonly LockKey[];
-  readonly key: LockKey;
-  /** Backend pid of the connection holding the lock. */
-  readonly pid: number;
-  /** Aborts with `LockLostError` as `reason` when the connection dies; stop the protected work then. */
-  readonly signal: AbortSignal;
-  /**
-   * Releases the lock and returns the connection to the pool. Calling it again is a no-op that
-   * returns the first call's promise. Rejects with `LockLostError` when the lock had been lost.
-   */
-  release(): Promise<void>;
 }
 
 /**
@@ -146,5 +131,5 @@ async function takeSessionLock(
     client.release();
     return undefined;
   }
-  return new HeldSessionLock(client, request, trace, pid, heartbeatMs);
+  return holdOnClient(client, request, trace, pid, heartbeatMs);
 }
