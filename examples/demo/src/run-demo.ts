@@ -6,6 +6,7 @@ import { generateClient } from './generate-client.ts';
 import { Instance, type InstanceState } from './instances.ts';
 import { LiveView } from './live-view.ts';
 import type { DemoOptions } from './options.ts';
+import { REBUILD_LOCK } from './protocol.ts';
 import { createSchema } from './setup.ts';
 import { writeTimeline } from './timeline.ts';
 import { type KillRecord, type Verification, verify } from './verify.ts';
@@ -26,6 +27,11 @@ export interface RunContext {
 }
 
 const READY_TIMEOUT_MS = 120_000;
+/**
+ * The kill comes this long after the victim reports it holds the rebuild lock: well inside the
+ * rebuild (which sleeps 400 ms after reporting), and late enough for the cut bar to show on the timeline.
+ */
+const KILL_DELAY_MS = 150;
 /** How long instances may take past the end to finish their last transaction. */
 const GRACE_MS = 30_000;
 
@@ -62,7 +68,11 @@ export async function runDemo(options: DemoOptions, context: RunContext): Promis
         }),
       );
     });
-    out.write(`Starting ${instances.length} instance processes (${adapters.join(', ')})…\n`);
+    out.write(
+      `Starting ${instances.length} instance processes (${adapters.join(', ')}) on schema ${schema}.\n` +
+        `Each rebuilds the leaderboard with tryWithLock('${REBUILD_LOCK}') and adds points with\n` +
+        `withLock('user:<id>') (read, sleep, write). ${options.kill ? `Halfway one is SIGKILLed mid-rebuild.` : ''}\n\n`,
+    );
     await Promise.race([
       Promise.all(instances.map((instance) => instance.ready)),
       rejectAfter(READY_TIMEOUT_MS, 'the instances were not ready in time'),
@@ -83,6 +93,7 @@ export async function runDemo(options: DemoOptions, context: RunContext): Promis
     let killing = false;
     let kill: KillRecord | undefined;
     let recovered = false;
+    let killDone: Promise<void> = Promise.resolve();
     for (const instance of instances) {
       instance.onRebuildHeld = (rebuildId, at) => {
         if (kill && !recovered) {
@@ -94,18 +105,20 @@ export async function runDemo(options: DemoOptions, context: RunContext): Promis
         if (!options.kill || killing || Date.now() < killAt) return;
         killing = true;
         // The server's clock first, then the kill: recovery is measured from no later than the kill.
-        void admin.query<{ at: Date }>('SELECT clock_timestamp() AS at').then(({ rows }) => {
-          const killedAt = Date.now();
-          instance.kill(killedAt);
-          kill = { label: instance.state.label, rebuildId, at: killedAt, serverAt: rows[0]!.at };
-          view.log(
-            `${clock(killedAt)}  SIGKILL ${instance.state.label} while it holds the rebuild lock (rebuild ${rebuildId})`,
-          );
-        });
+        killDone = delay(KILL_DELAY_MS)
+          .then(() => admin.query<{ at: Date }>('SELECT clock_timestamp() AS at'))
+          .then(({ rows }) => {
+            const killedAt = Date.now();
+            instance.kill(killedAt);
+            kill = { label: instance.state.label, rebuildId, at: killedAt, serverAt: rows[0]!.at };
+            view.log(
+              `${clock(killedAt)}  SIGKILL ${instance.state.label} while it holds the rebuild lock (rebuild ${rebuildId})`,
+            );
+          });
       };
     }
-    view.start();
     for (const instance of instances) instance.start(endAt);
+    view.start();
     const stragglers = setTimeout(
       () => {
         for (const instance of instances) instance.abort();
@@ -122,6 +135,7 @@ export async function runDemo(options: DemoOptions, context: RunContext): Promis
     view.stop();
     if (signal.aborted) throw signal.reason;
 
+    await killDone;
     const crashed = states.filter((s) => s.status === 'failed');
     for (const s of crashed) out.write(`\n${s.label} exited with ${s.exitCode}:\n${s.output}\n`);
     const verification = await verify(admin, {
@@ -166,6 +180,8 @@ export function verificationLines(v: Verification): string[] {
     v.ok ? 'PASS: every check holds.' : 'FAIL: see the checks marked FAIL above.',
   ];
 }
+
+const delay = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 function rejectAfter(ms: number, message: string): Promise<never> {
   return new Promise((_, reject) => setTimeout(() => reject(new Error(message)), ms).unref());

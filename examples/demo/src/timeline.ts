@@ -65,6 +65,13 @@ export function timelineSvg(input: TimelineInput): string {
   }
   if (kill) {
     const px = x(kill.at).toFixed(2);
+    const victim = instances.find((s) => s.label === kill.label);
+    if (victim) {
+      // The killed instance's lane after the kill: nothing more from it.
+      parts.push(
+        `<rect x="${px}" y="${laneY(victim.index)}" width="${(x(t1) - x(kill.at)).toFixed(2)}" height="${LANE}" fill="#e5484d" fill-opacity="0.08"/>`,
+      );
+    }
     parts.push(
       `<line x1="${px}" y1="${TOP - 8}" x2="${px}" y2="${TOP + instances.length * LANE}" stroke="#e5484d" stroke-width="2"/>`,
       `<text x="${px}" y="${TOP - 12}" font-size="12" fill="#e5484d" text-anchor="middle">SIGKILL ${escapeHtml(kill.label)}</text>`,
