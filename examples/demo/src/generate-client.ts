@@ -18,7 +18,7 @@ const output = fileURLToPath(new URL('./generated', import.meta.url));
  * schema engine, but the CLI downloads one when it is missing; an empty executable named by
  * `PRISMA_SCHEMA_ENGINE_BINARY` stops that (no network, no binary in the repository).
  */
-export async function generateClient(): Promise<void> {
+export async function generateClient(onGenerate: () => void = () => {}): Promise<void> {
   const require = createRequire(import.meta.url);
   const { version } = JSON.parse(await readFile(require.resolve('prisma/package.json'), 'utf8')) as {
     version: string;
@@ -28,6 +28,7 @@ export async function generateClient(): Promise<void> {
     .update(`${version}\n${await readFile(schema, 'utf8')}`)
     .digest('hex');
   if ((await readFile(stampFile, 'utf8').catch(() => '')) === stamp) return;
+  onGenerate();
   const dir = await mkdtemp(join(tmpdir(), 'pglock-demo-prisma-'));
   const engine = join(dir, 'no-schema-engine');
   try {

@@ -50,7 +50,9 @@ export async function runDemo(options: DemoOptions, context: RunContext): Promis
   const instances: Instance[] = [];
   try {
     await createSchema(admin, schema, options.users);
-    if (adapters.includes('prisma')) await generateClient();
+    if (adapters.includes('prisma')) {
+      await generateClient(() => out.write('Generating the Prisma client (first run only)…\n'));
+    }
     adapters.forEach((adapter, i) => {
       instances.push(
         new Instance({
@@ -69,7 +71,7 @@ export async function runDemo(options: DemoOptions, context: RunContext): Promis
       );
     });
     out.write(
-      `Starting ${instances.length} instance processes (${adapters.join(', ')}) on schema ${schema}.\n` +
+      `Starting ${instances.length} instances (${[...new Set(adapters)].join(', ')}) in schema ${schema}.\n` +
         `Each rebuilds the leaderboard with tryWithLock('${REBUILD_LOCK}') and adds points with\n` +
         `withLock('user:<id>') (read, sleep, write). ${options.kill ? `Halfway one is SIGKILLed mid-rebuild.` : ''}\n\n`,
     );
