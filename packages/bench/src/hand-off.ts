@@ -10,7 +10,7 @@ export interface Cycle {
 export interface HotKeyStats {
   readonly acquisitions: number;
   readonly opsPerSec: number;
-  /** Release to the next holder's acquire, when that holder was already waiting (ms). */
+  /** From a release that found others waiting to the first of them holding the lock (ms). */
   readonly handOffP50Ms: number;
   readonly handOffP99Ms: number;
   readonly handOffs: number;
@@ -52,8 +52,7 @@ function pendingAt(list: readonly Cycle[], t: number): Cycle | undefined {
 }
 
 /**
- * Throughput, hand-off latency and fairness of one run. A hand-off is counted between consecutive
- * holders when the next one was already waiting at the release (otherwise the lock sat free).
+ * Throughput, hand-off latency and fairness of one run.
  *
  * @example
  * ```ts
@@ -63,33 +62,36 @@ function pendingAt(list: readonly Cycle[], t: number): Cycle | undefined {
  */
 export function analyse(cycles: readonly Cycle[], durationMs: number): HotKeyStats {
   const byAcquire = [...cycles].sort((a, b) => a.acquired - b.acquired);
-  const handOffs: number[] = [];
-  let overlaps = 0;
-  for (let i = 1; i < byAcquire.length; i++) {
-    const prev = byAcquire[i - 1]!;
-    const next = byAcquire[i]!;
-    if (next.acquired < prev.released) overlaps++;
-    else if (next.arrival < prev.released) handOffs.push((next.acquired - prev.released) / 1_000);
-  }
-  handOffs.sort((a, b) => a - b);
-
   const perWorker = new Map<number, Cycle[]>();
   for (const c of cycles) perWorker.set(c.worker, [...(perWorker.get(c.worker) ?? []), c]);
   for (const list of perWorker.values()) list.sort((a, b) => a.arrival - b.arrival);
+  // The cycles of other workers that were waiting at time t (at most one per worker).
+  const waitingAt = (t: number, except: number): Cycle[] =>
+    [...perWorker]
+      .filter(([worker]) => worker !== except)
+      .map(([, list]) => pendingAt(list, t))
+      .filter((w): w is Cycle => w !== undefined && w.acquired > t);
+
+  // A hand-off is timed from each release that found other workers waiting to the first of those
+  // waiters getting the lock. The releaser taking it again meanwhile (what polling designs let
+  // happen) does not end the hand-off: the waiters are still waiting.
+  const handOffs: number[] = [];
+  let overlaps = 0;
+  for (let i = 1; i < byAcquire.length; i++) {
+    if (byAcquire[i]!.acquired < byAcquire[i - 1]!.released) overlaps++;
+  }
+  for (const r of byAcquire) {
+    const waiters = waitingAt(r.released, r.worker);
+    if (waiters.length > 0) handOffs.push((Math.min(...waiters.map((w) => w.acquired)) - r.released) / 1_000);
+  }
+  handOffs.sort((a, b) => a - b);
+
   let outOfOrder = 0;
   let beyond = 0;
   for (const v of byAcquire) {
-    let strict = false;
-    let far = false;
-    for (const [worker, list] of perWorker) {
-      if (worker === v.worker) continue;
-      const w = pendingAt(list, v.acquired);
-      if (w === undefined || w.acquired <= v.acquired || w.arrival >= v.arrival) continue;
-      strict = true;
-      if (v.arrival - w.arrival > ORDER_TOLERANCE_US) far = true;
-    }
-    if (strict) outOfOrder++;
-    if (far) beyond++;
+    const overtaken = waitingAt(v.acquired, v.worker).filter((w) => w.arrival < v.arrival);
+    if (overtaken.length > 0) outOfOrder++;
+    if (overtaken.some((w) => v.arrival - w.arrival > ORDER_TOLERANCE_US)) beyond++;
   }
 
   const n = cycles.length || 1;

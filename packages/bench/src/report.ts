@@ -136,9 +136,9 @@ export function markdown(results: BenchResults): string {
     `pgbench, the same locked transaction (prepared statements): ${bench(results.pgbenchDistinct)} — the server's ceiling for this work on this machine.`,
     '![overhead](overhead.svg)',
     '## 2–3. One hot key: hand-off, throughput, fairness',
-    `Every worker is a separate process with one connection, looping lock → increment the hot row → release. Hand-off is the time from a release (stamped just before COMMIT or unlock is sent) to the next holder's code running, when that holder was already waiting; stamps come from the system-wide monotonic clock all processes share. ` +
+    `Every worker is a separate process with one connection, looping lock → increment the hot row → release. Hand-off is the time from a release that found other workers waiting (stamped just before COMMIT or unlock is sent) to the first of those waiters running with the lock; the releaser taking the lock back meanwhile does not end it. Stamps come from the system-wide monotonic clock all processes share. ` +
       `"Out of order" is the share of acquisitions that went ahead of a waiter who arrived earlier; the first column counts only waiters who arrived more than ${ORDER_TOLERANCE_US / 1_000} ms earlier (closer arrivals can reach the server in either order). ` +
-      'Polling designs (redlock retries, the try-lock loop) often hand the lock back to the process that just released it: few hand-offs, long waits.',
+      'Polling designs (redlock retries, the try-lock loop) often let the process that just released take the lock again while the others sleep between tries: their waiters are served late.',
     table(
       [
         'design',
