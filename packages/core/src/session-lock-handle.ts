@@ -36,9 +36,11 @@ export interface PinnedSession {
   check(): Promise<boolean>;
   /**
    * Hands the connection back after a clean release, or (`cause` given) makes sure it cannot go on
-   * holding anything: destroy it, or unlock everything on it before a pool reuses it.
+   * holding anything: destroy it, or unlock everything on it before a pool reuses it. `lockState`
+   * says what is known: `not-held` when the heartbeat saw the backend no longer holding the lock
+   * (a dead connection: send it nothing more), `unknown` otherwise.
    */
-  close(cause?: Error): void | Promise<void>;
+  close(cause?: Error, lockState?: 'not-held' | 'unknown'): void | Promise<void>;
   /** Reports the connection's death as it happens (socket closed, backend terminated); returns the unsubscribe. */
   watch?(onDeath: (cause: unknown) => void): () => void;
 }
@@ -90,6 +92,7 @@ class HeldSessionLock implements SessionLock {
   readonly #timer: NodeJS.Timeout;
   readonly #unwatch: () => void;
   #beating: Promise<void> | undefined;
+  #closing: Promise<void> | undefined;
   #released: Promise<void> | undefined;
   #closed = false;
 
@@ -136,11 +139,13 @@ class HeldSessionLock implements SessionLock {
     const silent = new Promise<'silent'>((resolve) => {
       timer = setTimeout(() => resolve('silent'), timeoutMs);
     });
+    const checking = this.#session.check();
+    checking.catch(() => undefined); // a check that fails after the timeout won has nothing left to say
     try {
-      const outcome = await Promise.race([this.#session.check(), silent]);
+      const outcome = await Promise.race([checking, silent]);
       if (outcome === 'silent')
         this.#lose(new Error(`the connection did not answer a heartbeat within ${timeoutMs} ms`));
-      else if (!outcome) this.#lose(new Error("the connection's server backend no longer holds it"));
+      else if (!outcome) this.#lose(new Error(`backend ${this.pid} no longer holds it`), 'not-held');
     } catch (error) {
       this.#lose(error);
     } finally {
@@ -148,7 +153,7 @@ class HeldSessionLock implements SessionLock {
     }
   }
 
-  #lose(cause: unknown): void {
+  #lose(cause: unknown, lockState: 'not-held' | 'unknown' = 'unknown'): void {
     if (this.#controller.signal.aborted || this.#released) return;
     clearInterval(this.#timer);
     const detail = cause instanceof Error ? cause.message : String(cause);
@@ -159,20 +164,23 @@ class HeldSessionLock implements SessionLock {
       }),
     );
     this.#trace.lost(this.#controller.signal.reason);
-    void this.#close(cause instanceof Error ? cause : new Error(detail));
+    this.#closing = this.#close(cause instanceof Error ? cause : new Error(detail), lockState);
   }
 
-  async #close(cause?: Error): Promise<void> {
+  async #close(cause?: Error, lockState?: 'not-held' | 'unknown'): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
     this.#unwatch();
-    await this.#session.close(cause);
+    await this.#session.close(cause, cause === undefined ? undefined : (lockState ?? 'unknown'));
   }
 
   async #release(): Promise<void> {
     clearInterval(this.#timer);
     await this.#beating;
-    if (this.#controller.signal.aborted) throw this.#controller.signal.reason;
+    if (this.#controller.signal.aborted) {
+      await this.#closing?.catch(() => undefined);
+      throw this.#controller.signal.reason;
+    }
     try {
       await releaseSessionLocks(this.#session.executor, this.#request, this.#trace);
     } catch (error) {

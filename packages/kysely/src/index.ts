@@ -9,7 +9,6 @@ export type {
 } from './kysely-types.ts';
 export {
   acquireSessionLock,
-  type SessionLock,
   type SessionLockOptions,
   tryAcquireSessionLock,
   withSessionLock,

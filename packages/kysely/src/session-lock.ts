@@ -2,18 +2,17 @@ import {
   acquireSessionLocks,
   assertNotAborted,
   backendPidStatement,
-  describeKeys,
+  holdSessionLock,
   InvalidLockOptionsError,
   type LockExecutor,
-  type LockKey,
-  LockLostError,
   type LockOptions,
   type LockRequest,
   type LockTarget,
+  LockTrace,
   lockRequest,
   lockTag,
   notAcquiredError,
-  releaseSessionLocks,
+  type SessionLock,
   type Statement,
   statement,
 } from '@pglock/core';
@@ -30,21 +29,6 @@ export interface SessionLockOptions extends LockOptions {
    * for it) counts the lock as lost too.
    */
   readonly heartbeatMs?: number | undefined;
-}
-
-/** A held session lock on its own pinned connection. `await using` releases it at the end of the block. */
-export interface SessionLock extends AsyncDisposable {
-  readonly keys: readonly LockKey[];
-  readonly key: LockKey;
-  /** Backend pid of the connection holding the lock. */
-  readonly pid: number;
-  /** Aborts with `LockLostError` as `reason` when the connection dies; stop the protected work then. */
-  readonly signal: AbortSignal;
-  /**
-   * Releases the lock and hands the connection back to Kysely. Calling it again returns the first
-   * call's promise. Rejects with `LockLostError` when the lock had been lost.
-   */
-  release(): Promise<void>;
 }
 
 /**
@@ -187,10 +171,11 @@ async function takeSessionLock<DB>(
     db.connection()
       .execute(async (connection) => {
         const executor = kyselyExecutor(connection, db);
+        const trace = new LockTrace(request, 'session');
         let held: boolean;
         let pid = 0;
         try {
-          held = await acquireSessionLocks(executor, request);
+          held = await acquireSessionLocks(executor, request, trace);
           if (held) pid = Number((await executor.query(backendPidStatement))[0]?.pid);
         } catch (error) {
           await executor.query(unlockAll).catch(() => undefined);
@@ -200,126 +185,58 @@ async function takeSessionLock<DB>(
           resolve(undefined);
           return;
         }
-        const handle = new HeldSessionLock(executor, kyselyExecutor(db), request, pid, heartbeatMs);
+        const { handle, closed } = holdOnConnection(
+          executor,
+          kyselyExecutor(db),
+          request,
+          trace,
+          pid,
+          heartbeatMs,
+        );
         resolve(handle);
-        await handle.closed;
+        await closed;
       })
       .catch(reject);
   });
 }
 
-class HeldSessionLock implements SessionLock {
-  readonly keys: readonly LockKey[];
-  readonly pid: number;
-  /** Settles when the pinned connection may go back to Kysely. */
-  readonly closed: Promise<void>;
-  readonly #pinned: LockExecutor;
-  readonly #root: LockExecutor;
-  readonly #request: LockRequest;
-  readonly #controller = new AbortController();
-  readonly #timer: NodeJS.Timeout;
-  #close!: () => void;
-  #heartbeat: Promise<void> | undefined;
-  #released: Promise<void> | undefined;
-  #closing: Promise<void> | undefined;
-
-  constructor(
-    pinned: LockExecutor,
-    root: LockExecutor,
-    request: LockRequest,
-    pid: number,
-    heartbeatMs: number,
-  ) {
-    this.keys = request.keys;
-    this.pid = pid;
-    this.#pinned = pinned;
-    this.#root = root;
-    this.#request = request;
-    this.closed = new Promise((resolve) => {
-      this.#close = resolve;
-    });
-    const check = heldStatement(request, pid);
-    // The first check waits a full interval: a lock just taken needs no proof yet.
-    this.#timer = setInterval(() => {
-      this.#heartbeat ??= this.#beat(check, heartbeatMs).finally(() => {
-        this.#heartbeat = undefined;
-      });
-    }, heartbeatMs);
-    this.#timer.unref();
-  }
-
-  get key(): LockKey {
-    return this.keys[0] as LockKey;
-  }
-
-  get signal(): AbortSignal {
-    return this.#controller.signal;
-  }
-
-  release(): Promise<void> {
-    this.#released ??= this.#release();
-    return this.#released;
-  }
-
-  [Symbol.asyncDispose](): Promise<void> {
-    return this.release();
-  }
-
-  async #beat(check: Statement, heartbeatMs: number): Promise<void> {
-    const timeoutMs = Math.max(heartbeatMs, MIN_CHECK_TIMEOUT_MS);
-    try {
-      const outcome = await within(this.#root.query(check), timeoutMs, 'timeout' as const);
-      if (outcome === 'timeout') {
-        // No answer: the lock may still be held, so clear it before Kysely gets the connection back.
-        this.#lose(new Error(`the server did not answer a heartbeat within ${timeoutMs} ms`), true);
-      } else if (Number(outcome[0]?.held) !== this.keys.length) {
-        this.#lose(
-          new Error(`backend ${this.pid} no longer holds it (terminated, or unlocked behind pglock)`),
-        );
-      }
-    } catch (error) {
-      this.#lose(error, true);
-    }
-  }
-
-  #lose(cause: unknown, mayStillHold = false): void {
-    if (this.#controller.signal.aborted || this.#released) return;
-    clearInterval(this.#timer);
-    this.#controller.abort(
-      new LockLostError(
-        `The session ${describeKeys(this.#request)} was lost: ${cause instanceof Error ? cause.message : String(cause)}.`,
-        { keys: this.keys, cause },
-      ),
-    );
-    // A backend that holds nothing (dead, or unlocked) gets no more statements: see heldStatement.
-    this.#closing = mayStillHold ? this.#scrubAndClose() : Promise.resolve(this.#close());
-  }
-
-  // Hands the connection back holding no advisory lock (Kysely cannot destroy a connection).
-  #scrubAndClose(): Promise<void> {
-    // Bounded: a query on a dead connection may never settle (porsager/postgres#1208).
-    this.#closing ??= within(this.#pinned.query(unlockAll), MIN_CHECK_TIMEOUT_MS, undefined)
-      .then(
-        () => undefined,
-        () => undefined,
-      )
-      .finally(() => this.#close());
-    return this.#closing;
-  }
-
-  async #release(): Promise<void> {
-    clearInterval(this.#timer);
-    await this.#heartbeat;
-    if (this.#controller.signal.aborted) {
-      await this.#closing;
-      throw this.#controller.signal.reason;
-    }
-    try {
-      await releaseSessionLocks(this.#pinned, this.#request);
-    } catch (error) {
-      await this.#scrubAndClose();
-      throw error;
-    }
-    this.#close();
-  }
+/**
+ * core's session-lock handle over a connection pinned by `db.connection()`. The heartbeat checks
+ * from another connection of `db` (see heldStatement); `closed` settles when the pinned
+ * connection may go back to Kysely, which cannot destroy a connection: one whose lock state is
+ * unknown is first cleared with a bounded `pg_advisory_unlock_all()`, and one whose backend is
+ * known to hold nothing (dead) gets no statement at all.
+ */
+function holdOnConnection(
+  pinned: LockExecutor,
+  root: LockExecutor,
+  request: LockRequest,
+  trace: LockTrace,
+  pid: number,
+  heartbeatMs: number,
+): { handle: SessionLock; closed: Promise<void> } {
+  let handBack!: () => void;
+  const closed = new Promise<void>((resolve) => {
+    handBack = resolve;
+  });
+  const check = heldStatement(request, pid);
+  const handle = holdSessionLock(
+    {
+      executor: pinned,
+      check: async () => Number((await root.query(check))[0]?.held) === request.keys.length,
+      async close(cause, lockState) {
+        // Bounded: a query on a dead connection may never settle (porsager/postgres#1208).
+        if (cause !== undefined && lockState !== 'not-held') {
+          await within(pinned.query(unlockAll), MIN_CHECK_TIMEOUT_MS, undefined).catch(() => undefined);
+        }
+        handBack();
+      },
+    },
+    request,
+    trace,
+    pid,
+    // The pool may have to open a connection for a check, which postgres.js does slowly.
+    { intervalMs: heartbeatMs, timeoutMs: Math.max(heartbeatMs, MIN_CHECK_TIMEOUT_MS) },
+  );
+  return { handle, closed };
 }
