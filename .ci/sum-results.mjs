@@ -12,7 +12,9 @@ for (const file of files) {
   passed += report.numPassedTests;
   failed += report.numFailedTests + (report.numFailedTestSuites ?? 0);
   skipped += report.numPendingTests + (report.numTodoTests ?? 0);
-  console.log(`[${file}] passed ${report.numPassedTests}, failed ${report.numFailedTests}, skipped ${report.numPendingTests}`);
+  console.log(
+    `[${file}] passed ${report.numPassedTests}, failed ${report.numFailedTests}, skipped ${report.numPendingTests}`,
+  );
 }
 if (files.length === 0) failed += 1;
 console.log(`${passed} passed, ${failed} failed, ${skipped} skipped`);

@@ -33,7 +33,11 @@ export interface AdvisoryLockInfo {
   readonly ownSession: boolean;
 }
 
-/** `pg_locks` with the holder's activity; PostgreSQL 14+ (`waitstart`). */
+/**
+ * `pg_locks` with the holder's activity; PostgreSQL 14+ (`waitstart`). A waiter's `waitstart` can be
+ * null for a moment after its wait began (the waiting backend fills it in), so nulls sort last: the
+ * newest waiter.
+ */
 export const inspectLocksStatement = statement(
   `SELECT l.classid::bigint::text AS classid, l.objid::bigint::text AS objid, l.objsubid::int AS objsubid,
     l.mode, l.granted, l.pid, a.application_name, host(a.client_addr) AS client_addr, a.state,
@@ -43,7 +47,7 @@ export const inspectLocksStatement = statement(
   FROM pg_locks AS l
   LEFT JOIN pg_stat_activity AS a ON a.pid = l.pid
   WHERE l.locktype = 'advisory' AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
-  ORDER BY l.classid, l.objid, l.objsubid, l.granted DESC, l.waitstart NULLS FIRST, l.pid`,
+  ORDER BY l.classid, l.objid, l.objsubid, l.granted DESC, l.waitstart NULLS LAST, l.pid`,
 );
 
 /**
