@@ -58,7 +58,7 @@ async function redisVersion(): Promise<string> {
  * ```
  */
 export async function machineInfo(database: string): Promise<MachineInfo> {
-  const versions: Record<string, string> = { PostgreSQL: database };
+  const versions: Record<string, string> = { database };
   for (const name of PACKAGES) versions[name] = await packageVersion(name).catch(() => '?');
   versions.Redis = await redisVersion();
   versions.pgbench = await run('pgbench', ['--version'])
