@@ -1,48 +1,16 @@
 // Generates the Prisma instance's client into src/generated (gitignored), so that a fresh clone needs
 // no manual step: main.ts runs it before starting the instances, and `pnpm typecheck` before tsc.
-// Skipped while the schema and the Prisma version are unchanged.
-import { execFile } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { createRequire } from 'node:module';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+// Skipped while the schema and the Prisma version are unchanged (see generatePrismaClient).
 import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
+import { generatePrismaClient } from '@pglock/test-kit';
 
 const schema = fileURLToPath(new URL('../prisma/schema.prisma', import.meta.url));
 const output = fileURLToPath(new URL('./generated', import.meta.url));
 
-/**
- * Runs `prisma generate` unless the stamp says the client is current. `prisma generate` needs no
- * schema engine, but the CLI downloads one when it is missing; an empty executable named by
- * `PRISMA_SCHEMA_ENGINE_BINARY` stops that (no network, no binary in the repository).
- */
+/** Runs `prisma generate` unless the client is current; `onGenerate` hears when it does. */
 export async function generateClient(onGenerate: () => void = () => {}): Promise<void> {
-  const require = createRequire(import.meta.url);
-  const { version } = JSON.parse(await readFile(require.resolve('prisma/package.json'), 'utf8')) as {
-    version: string;
-  };
-  const stampFile = join(output, '.stamp');
-  const stamp = createHash('sha256')
-    .update(`${version}\n${await readFile(schema, 'utf8')}`)
-    .digest('hex');
-  if ((await readFile(stampFile, 'utf8').catch(() => '')) === stamp) return;
   onGenerate();
-  const dir = await mkdtemp(join(tmpdir(), 'pglock-demo-prisma-'));
-  const engine = join(dir, 'no-schema-engine');
-  try {
-    await writeFile(engine, '');
-    await chmod(engine, 0o755);
-    await promisify(execFile)(
-      process.execPath,
-      [require.resolve('prisma/build/index.js'), 'generate', '--schema', schema],
-      { env: { ...process.env, PRISMA_SCHEMA_ENGINE_BINARY: engine, PRISMA_HIDE_UPDATE_MESSAGE: '1' } },
-    );
-  } finally {
-    await rm(dir, { recursive: true, force: true });
-  }
-  await writeFile(stampFile, stamp);
+  await generatePrismaClient(schema, output);
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) await generateClient();

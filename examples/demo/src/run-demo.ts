@@ -51,7 +51,7 @@ export async function runDemo(options: DemoOptions, context: RunContext): Promis
   try {
     await createSchema(admin, schema, options.users);
     if (adapters.includes('prisma')) {
-      await generateClient(() => out.write('Generating the Prisma client (first run only)…\n'));
+      await generateClient(() => out.write('Preparing the Prisma client…\n'));
     }
     adapters.forEach((adapter, i) => {
       instances.push(

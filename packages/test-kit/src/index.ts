@@ -6,3 +6,4 @@ export { countingPool } from './counting-pool.ts';
 export { type EmbeddedServer, freePort, startEmbeddedServer } from './embedded-server.ts';
 export type { AdapterHarness, AdapterInstance, Capabilities, HarnessTransaction, Sql } from './harness.ts';
 export { findPgBouncer, type PgBouncer, startPgBouncer } from './pgbouncer.ts';
+export { generatePrismaClient } from './prisma-generate.ts';
