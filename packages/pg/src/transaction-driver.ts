@@ -48,6 +48,14 @@ export function pgTransactionDriver(db: PgQueryable, begin: string): Transaction
         busyClients.add(client);
       }
       let broken: Error | undefined;
+      // pg-pool takes its idle 'error' listener off a checked-out client, so a backend terminated
+      // while `body` runs no statement would crash the process (unhandled 'error'); keep the error
+      // instead, and let the next statement (at the latest COMMIT) reject with it.
+      let lost: Error | undefined;
+      const onError = (error: Error): void => {
+        lost ??= error;
+      };
+      client.on('error', onError);
       try {
         await client.query(begin);
         let result: Awaited<ReturnType<typeof body>>;
@@ -63,10 +71,13 @@ export function pgTransactionDriver(db: PgQueryable, begin: string): Transaction
           await client.query('ROLLBACK').catch((rollbackError: Error) => {
             broken = rollbackError;
           });
-          throw commitError;
+          // "Client has encountered a connection error and is not queryable" hides why: say it.
+          throw lost ?? commitError;
         });
         return result;
       } finally {
+        client.removeListener('error', onError);
+        if (lost) broken ??= lost;
         if (pooled) pooled.release(broken ?? false);
         else busyClients.delete(client);
       }
