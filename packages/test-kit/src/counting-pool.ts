@@ -14,6 +14,10 @@ export function countingPool(config: pg.PoolConfig): CountingPool {
   const pool = new pg.Pool(config);
   let count = 0;
   pool.on('connect', (client) => {
+    // What the README tells apps to do: pg-pool leaves a checked-out client without an 'error'
+    // listener, so a backend terminated while the harness's own code holds the client (its
+    // `transaction()`) would crash the process (brianc/node-postgres #1165).
+    client.on('error', () => undefined);
     const query = client.query.bind(client) as (...args: unknown[]) => unknown;
     (client as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
       count++;
