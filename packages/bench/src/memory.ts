@@ -33,6 +33,8 @@ const MB = 1024 * 1024;
 export async function runMemory(url: string, cycles: number): Promise<MemoryResult> {
   const gc = (globalThis as { gc?: () => void }).gc;
   const pool = new pg.Pool({ connectionString: url, max: 4 });
+  // An idle pooled client ended by the server (a shutdown, a terminated backend) must not end the run.
+  pool.on('error', () => undefined);
   const points: MemoryPoint[] = [];
   const step = Math.ceil(cycles / 10);
   let done = 0;
