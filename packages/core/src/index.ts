@@ -67,6 +67,7 @@ export {
   type HeartbeatOptions,
   holdSessionLock,
   type PinnedSession,
+  runWithSessionLock,
   type SessionLock,
 } from './session-lock-handle.ts';
 export { acquireSessionLocks, releaseSessionLocks } from './session-locks.ts';

@@ -190,3 +190,30 @@ class HeldSessionLock implements SessionLock {
     await this.#close();
   }
 }
+
+/**
+ * Runs `fn` with a held session lock's `signal`, then releases the lock. When `fn` throws, its error
+ * reaches the caller, never a release failure behind it (the connection is closed either way); when
+ * `fn` resolves, a failed release rejects (the protection may have been gone).
+ *
+ * @example
+ * ```ts
+ * import { runWithSessionLock } from '@pglock/core';
+ *
+ * const report = await runWithSessionLock(handle, async (signal) => buildReport(signal));
+ * ```
+ */
+export async function runWithSessionLock<T>(
+  handle: SessionLock,
+  fn: (signal: AbortSignal) => Promise<T>,
+): Promise<T> {
+  let result: T;
+  try {
+    result = await fn(handle.signal);
+  } catch (error) {
+    await handle.release().catch(() => undefined);
+    throw error;
+  }
+  await handle.release();
+  return result;
+}

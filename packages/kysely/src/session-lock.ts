@@ -12,6 +12,7 @@ import {
   lockRequest,
   lockTag,
   notAcquiredError,
+  runWithSessionLock,
   type SessionLock,
   type Statement,
   statement,
@@ -144,16 +145,7 @@ export async function withSessionLock<DB, T>(
   fn: (signal: AbortSignal) => Promise<T>,
   options: SessionLockOptions = {},
 ): Promise<T> {
-  const handle = await acquireSessionLock(db, target, options);
-  let result: T;
-  try {
-    result = await fn(handle.signal);
-  } catch (error) {
-    await handle.release().catch(() => undefined);
-    throw error;
-  }
-  await handle.release();
-  return result;
+  return runWithSessionLock(await acquireSessionLock(db, target, options), fn);
 }
 
 async function takeSessionLock<DB>(

@@ -8,6 +8,7 @@ import {
   LockTrace,
   lockRequest,
   notAcquiredError,
+  runWithSessionLock,
   type SessionLock,
 } from '@pglock/core';
 import { holdOnClient } from './held-session-lock.ts';
@@ -93,16 +94,7 @@ export async function withSessionLock<T>(
   fn: (signal: AbortSignal) => Promise<T>,
   options: SessionLockOptions = {},
 ): Promise<T> {
-  const handle = await acquireSessionLock(pool, target, options);
-  let result: T;
-  try {
-    result = await fn(handle.signal);
-  } catch (error) {
-    await handle.release().catch(() => undefined);
-    throw error;
-  }
-  await handle.release();
-  return result;
+  return runWithSessionLock(await acquireSessionLock(pool, target, options), fn);
 }
 
 async function takeSessionLock(
