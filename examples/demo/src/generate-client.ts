@@ -2,7 +2,7 @@
 // no manual step: main.ts runs it before starting the instances, and `pnpm typecheck` before tsc.
 // Skipped while the schema and the Prisma version are unchanged (see generatePrismaClient).
 import { fileURLToPath } from 'node:url';
-import { generatePrismaClient } from '@pglock/test-kit';
+import { generatePrismaClient } from '@pglock/test-kit/prisma-generate';
 
 const schema = fileURLToPath(new URL('../prisma/schema.prisma', import.meta.url));
 const output = fileURLToPath(new URL('./generated', import.meta.url));

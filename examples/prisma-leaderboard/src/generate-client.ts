@@ -1,7 +1,7 @@
 // Generates this example's Prisma client into src/generated (gitignored), with no schema-engine
 // download (see generatePrismaClient). Skipped while the schema and the Prisma version are unchanged.
 import { fileURLToPath } from 'node:url';
-import { generatePrismaClient } from '@pglock/test-kit';
+import { generatePrismaClient } from '@pglock/test-kit/prisma-generate';
 
 const schema = fileURLToPath(new URL('../prisma/schema.prisma', import.meta.url));
 const output = fileURLToPath(new URL('./generated', import.meta.url));

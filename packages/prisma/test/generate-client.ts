@@ -2,7 +2,7 @@
 // and for `pnpm typecheck` (the package's typecheck script runs this file first), so that a clean
 // clone needs no manual step. Skipped when the schema and the Prisma version are unchanged.
 import { fileURLToPath } from 'node:url';
-import { generatePrismaClient } from '@pglock/test-kit';
+import { generatePrismaClient } from '@pglock/test-kit/prisma-generate';
 
 /** Runs `prisma generate` for `schema` into `output` unless it is up to date. */
 export async function generateClient(schema: string, output: string): Promise<void> {

@@ -1,7 +1,7 @@
 // Generates the benchmark's Prisma client into src/prisma/generated, skipped when the schema and the
 // Prisma version are unchanged (the shared test-kit helper; it needs no schema-engine download).
 import { fileURLToPath } from 'node:url';
-import { generatePrismaClient as generate } from '@pglock/test-kit';
+import { generatePrismaClient as generate } from '@pglock/test-kit/prisma-generate';
 
 const schema = fileURLToPath(new URL('./schema.prisma', import.meta.url));
 const output = fileURLToPath(new URL('./generated', import.meta.url));
