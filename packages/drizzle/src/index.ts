@@ -1,3 +1,9 @@
+/**
+ * PostgreSQL advisory locks for Drizzle ORM transactions on node-postgres, postgres.js and PGlite, and a locked migrator.
+ *
+ * @module @pglock/drizzle
+ */
+
 export * from '@pglock/core';
 export { advisoryLocks, type DrizzleAdvisoryLocks } from './advisory-locks.ts';
 export type {

@@ -1,3 +1,9 @@
+/**
+ * PostgreSQL advisory locks for Kysely transactions and pinned connections.
+ *
+ * @module @pglock/kysely
+ */
+
 export * from '@pglock/core';
 export { advisoryLocks, type KyselyAdvisoryLocks } from './advisory-locks.ts';
 export { statementSql } from './kysely-executor.ts';

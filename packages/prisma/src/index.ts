@@ -1,3 +1,9 @@
+/**
+ * PostgreSQL advisory locks for Prisma 7: a client extension around interactive transactions.
+ *
+ * @module @pglock/prisma
+ */
+
 export * from '@pglock/core';
 export { advisoryLocks } from './advisory-locks.ts';
 export type {
