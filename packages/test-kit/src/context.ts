@@ -10,6 +10,8 @@ export interface SuiteContext {
   readonly harness: AdapterHarness;
   /** The URL the adapter connects to (the database, or a pooler in front of it). */
   readonly url: string;
+  /** True when the adapter connects through a pooler, whose server connections sessions share. */
+  readonly viaPooler: boolean;
   readonly backdoor: Backdoor;
   /** Opens an adapter instance that is closed after the test. */
   open(): Promise<AdapterInstance>;
@@ -41,6 +43,7 @@ export function useSuiteContext(harness: AdapterHarness, adapterUrl?: string): S
   return {
     harness,
     url,
+    viaPooler: url !== directUrl,
     get backdoor() {
       if (!backdoor) throw new Error('backdoor used outside a test');
       return backdoor;

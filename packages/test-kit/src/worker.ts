@@ -31,8 +31,8 @@ if (scenario === 'increment') {
       await sleep(sleepMs);
       await sql(`UPDATE ${table}_counter SET n = $1::int WHERE id = 1`, [Number(entry?.n) + 1]);
       await sql(
-        `INSERT INTO ${table}_intervals (pid, entered, exited) VALUES ($1::int, $2::timestamptz, clock_timestamp())`,
-        [entry?.pid, entry?.at],
+        `INSERT INTO ${table}_intervals (pid, worker, entered, exited) VALUES ($1::int, $2::int, $3::timestamptz, clock_timestamp())`,
+        [entry?.pid, process.pid, entry?.at],
       );
     });
   }
