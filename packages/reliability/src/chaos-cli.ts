@@ -5,7 +5,7 @@ import { parseArgs } from 'node:util';
 import { startEmbeddedServer } from '@pglock/test-kit';
 import { generateClient, testOutput, testSchema } from '../../prisma/test/generate-client.ts';
 import { runChaos } from './chaos.ts';
-import { formatChaos, unexpectedCrashes } from './chaos-report.ts';
+import { formatChaos, unexpectedCrashes, unexpectedHangs } from './chaos-report.ts';
 
 const { values } = parseArgs({
   options: {
@@ -26,7 +26,8 @@ try {
   console.log(`chaos: ${processes} processes for ${seconds} s against ${new URL(url).host}`);
   const result = await runChaos({ url, seconds, processes, faults: !values['no-faults'], log: console.log });
   console.log(formatChaos(result));
-  process.exitCode = result.violations.length + result.hung + unexpectedCrashes(result).length > 0 ? 1 : 0;
+  process.exitCode =
+    result.violations.length + unexpectedHangs(result).length + unexpectedCrashes(result).length > 0 ? 1 : 0;
 } finally {
   await server?.stop();
 }
