@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 
-const encoder = new TextEncoder();
+const NUL = new Uint8Array([0]);
 
 /**
  * The key spec (docs/key-spec.md): the first 8 bytes of SHA-256 over `UTF-8(name)`, or over
@@ -14,11 +14,9 @@ const encoder = new TextEncoder();
  * ```
  */
 export function deriveKey(name: string, namespace?: string): bigint {
+  // Strings are hashed as UTF-8 (Node's default encoding for `update`); callers reject lone
+  // surrogates first, so the UTF-8 form is well defined.
   const hash = createHash('sha256');
-  if (namespace !== undefined) {
-    hash.update(encoder.encode(namespace));
-    hash.update(new Uint8Array([0]));
-  }
-  hash.update(encoder.encode(name));
-  return hash.digest().readBigInt64BE(0);
+  if (namespace !== undefined) hash.update(namespace).update(NUL);
+  return hash.update(name).digest().readBigInt64BE(0);
 }

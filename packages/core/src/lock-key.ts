@@ -146,9 +146,15 @@ export function formatLockKey(key: LockKey): string {
 }
 
 function freeze<K extends LockKey>(key: K): K {
-  const clean = Object.fromEntries(Object.entries(key).filter(([, v]) => v !== undefined)) as K;
+  // Optional fields are left off rather than set to undefined, so keys compare and print cleanly.
+  const clean = { ...key };
+  if (clean.form === 'bigint') {
+    if (clean.name === undefined) delete (clean as { name?: string }).name;
+    if (clean.namespace === undefined) delete (clean as { namespace?: string }).namespace;
+  } else {
+    Object.freeze(clean.pair);
+  }
   Object.defineProperty(clean, brand, { value: true });
-  if (clean.form === 'pair') Object.freeze(clean.pair);
   return Object.freeze(clean);
 }
 
