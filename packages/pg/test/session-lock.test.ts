@@ -1,47 +1,29 @@
-import { Backdoor } from '@pglock/test-kit';
-import pg from 'pg';
-import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
+import { useLockTestFixtures } from '@pglock/test-kit';
+import { describe, expect, it } from 'vitest';
 import {
   acquireSessionLock,
   LockAbortedError,
   LockLostError,
   LockNotAcquiredError,
-  lockKey,
   tryAcquireSessionLock,
   withSessionLock,
 } from '../src/index.ts';
 
-const url = inject('databaseUrl');
-let backdoor: Backdoor;
-const pools: pg.Pool[] = [];
-const newPool = (max = 2) => {
-  const pool = new pg.Pool({ connectionString: url, max });
-  pool.on('error', () => undefined);
-  pools.push(pool);
-  return pool;
-};
-const unique = (label: string) => {
-  const name = `session:${label}:${Math.random()}`;
-  return { name, key: (lockKey(name) as { value: bigint }).value };
-};
-
-beforeAll(async () => {
-  backdoor = await Backdoor.open(url);
-});
-afterEach(async () => {
-  await Promise.all(pools.splice(0).map((pool) => pool.end()));
-});
-afterAll(() => backdoor.close());
+const fixtures = useLockTestFixtures('session');
+const { unique } = fixtures;
+const newPool = (max = 2) => fixtures.newPool({ max });
 
 describe('session locks (@pglock/pg)', () => {
   it('holds the lock on a dedicated connection until release, then returns the connection', async () => {
     const { name, key } = unique('basic');
     const pool = newPool();
     const handle = await acquireSessionLock(pool, name);
-    expect(await backdoor.locksOn(key)).toEqual([{ pid: handle.pid, granted: true, mode: 'ExclusiveLock' }]);
+    expect(await fixtures.backdoor.locksOn(key)).toEqual([
+      { pid: handle.pid, granted: true, mode: 'ExclusiveLock' },
+    ]);
     expect(pool.idleCount).toBe(0);
     await handle.release();
-    expect(await backdoor.locksOn(key)).toEqual([]);
+    expect(await fixtures.backdoor.locksOn(key)).toEqual([]);
     expect(pool.idleCount).toBe(1);
     await handle.release(); // a second release is a no-op
     expect(handle.signal.aborted).toBe(false);
@@ -52,10 +34,10 @@ describe('session locks (@pglock/pg)', () => {
     const pool = newPool();
     {
       await using handle = await acquireSessionLock(pool, name);
-      expect(await backdoor.locksOn(key)).toHaveLength(1);
+      expect(await fixtures.backdoor.locksOn(key)).toHaveLength(1);
       expect(handle.key).toMatchObject({ name });
     }
-    expect(await backdoor.locksOn(key)).toEqual([]);
+    expect(await fixtures.backdoor.locksOn(key)).toEqual([]);
   });
 
   it('a second process-like pool cannot take it; try resolves undefined, a bounded wait times out', async () => {
@@ -69,10 +51,12 @@ describe('session locks (@pglock/pg)', () => {
     const { rows } = await other.query('SELECT current_setting($1) AS v, pg_backend_pid() AS pid', [
       'lock_timeout',
     ]);
-    const [baseline] = await backdoor.query('SHOW lock_timeout');
+    const [baseline] = await fixtures.backdoor.query('SHOW lock_timeout');
     expect(rows[0].v).toBe(baseline?.lock_timeout);
     expect(rows[0].pid).not.toBe(holder.pid);
-    expect(await backdoor.locksOn(key)).toEqual([{ pid: holder.pid, granted: true, mode: 'ExclusiveLock' }]);
+    expect(await fixtures.backdoor.locksOn(key)).toEqual([
+      { pid: holder.pid, granted: true, mode: 'ExclusiveLock' },
+    ]);
     await holder.release();
   });
 
@@ -81,10 +65,13 @@ describe('session locks (@pglock/pg)', () => {
     const second = unique('multi-2');
     const holder = await acquireSessionLock(newPool(), second.name);
     expect(await tryAcquireSessionLock(newPool(), [first.name, second.name])).toBeUndefined();
-    expect(await backdoor.locksOn(first.key)).toEqual([]);
+    expect(await fixtures.backdoor.locksOn(first.key)).toEqual([]);
     await holder.release();
     const both = await acquireSessionLock(newPool(), [first.name, second.name]);
-    expect((await backdoor.locksOn(first.key)).length + (await backdoor.locksOn(second.key)).length).toBe(2);
+    expect(
+      (await fixtures.backdoor.locksOn(first.key)).length +
+        (await fixtures.backdoor.locksOn(second.key)).length,
+    ).toBe(2);
     await both.release();
   });
 
@@ -95,12 +82,15 @@ describe('session locks (@pglock/pg)', () => {
       handle.signal.addEventListener('abort', () => resolve(performance.now()), { once: true }),
     );
     const terminatedAt = performance.now();
-    await backdoor.query('SELECT pg_terminate_backend($1)', [handle.pid]);
+    await fixtures.backdoor.query('SELECT pg_terminate_backend($1)', [handle.pid]);
     const detectedAt = await lost;
     expect(detectedAt - terminatedAt).toBeLessThan(1_500);
     expect(LockLostError.is(handle.signal.reason)).toBe(true);
     expect(LockLostError.is(await handle.release().catch((e: unknown) => e))).toBe(true);
-    await backdoor.waitFor('the lock to be gone', async () => (await backdoor.locksOn(key)).length === 0);
+    await fixtures.backdoor.waitFor(
+      'the lock to be gone',
+      async () => (await fixtures.backdoor.locksOn(key)).length === 0,
+    );
   });
 
   it('an AbortSignal cancels a waiting session acquisition on the server', async () => {
@@ -110,10 +100,12 @@ describe('session locks (@pglock/pg)', () => {
     const waiting = acquireSessionLock(newPool(), name, { signal: controller.signal }).catch(
       (e: unknown) => e,
     );
-    await backdoor.waitForWaiters(key, 1);
+    await fixtures.backdoor.waitForWaiters(key, 1);
     controller.abort();
     expect(LockAbortedError.is(await waiting)).toBe(true);
-    expect(await backdoor.locksOn(key)).toEqual([{ pid: holder.pid, granted: true, mode: 'ExclusiveLock' }]);
+    expect(await fixtures.backdoor.locksOn(key)).toEqual([
+      { pid: holder.pid, granted: true, mode: 'ExclusiveLock' },
+    ]);
     await holder.release();
   });
 
@@ -123,11 +115,11 @@ describe('session locks (@pglock/pg)', () => {
     const failure = new Error('job failed');
     const error = await withSessionLock(pool, name, async (signal) => {
       expect(signal.aborted).toBe(false);
-      expect(await backdoor.locksOn(key)).toHaveLength(1);
+      expect(await fixtures.backdoor.locksOn(key)).toHaveLength(1);
       throw failure;
     }).catch((e: unknown) => e);
     expect(error).toBe(failure);
-    expect(await backdoor.locksOn(key)).toEqual([]);
+    expect(await fixtures.backdoor.locksOn(key)).toEqual([]);
     expect(await withSessionLock(pool, name, async () => 'value')).toBe('value');
   });
 
@@ -135,9 +127,9 @@ describe('session locks (@pglock/pg)', () => {
     const { name, key } = unique('shared');
     const a = await acquireSessionLock(newPool(), name, { shared: true });
     const b = await acquireSessionLock(newPool(), name, { shared: true, timeoutMs: 0 });
-    expect((await backdoor.locksOn(key)).map((l) => l.mode)).toEqual(['ShareLock', 'ShareLock']);
+    expect((await fixtures.backdoor.locksOn(key)).map((l) => l.mode)).toEqual(['ShareLock', 'ShareLock']);
     expect(a.pid).not.toBe(b.pid);
     await Promise.all([a.release(), b.release()]);
-    expect(await backdoor.locksOn(key)).toEqual([]);
+    expect(await fixtures.backdoor.locksOn(key)).toEqual([]);
   });
 });

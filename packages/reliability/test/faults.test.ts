@@ -1,4 +1,3 @@
-import { lockKey } from '@pglock/core';
 import {
   AdvisoryLockError,
   acquireSessionLock,
@@ -6,33 +5,14 @@ import {
   LockNotAcquiredError,
   withLock,
 } from '@pglock/pg';
-import { Backdoor } from '@pglock/test-kit';
-import pg from 'pg';
-import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
+import { useLockTestFixtures } from '@pglock/test-kit';
+import { describe, expect, inject, it } from 'vitest';
 import { spawnFixture } from './fixtures/spawn.ts';
 import { measured, sleep, timed } from './measure.ts';
 
 const url = inject('databaseUrl');
-let backdoor: Backdoor;
-const pools: pg.Pool[] = [];
-const newPool = (config: pg.PoolConfig = {}) => {
-  const pool = new pg.Pool({ connectionString: url, max: 2, ...config });
-  pool.on('error', () => undefined);
-  pools.push(pool);
-  return pool;
-};
-const unique = (label: string) => {
-  const name = `reliability:${label}:${Math.random()}`;
-  return { name, key: (lockKey(name) as { value: bigint }).value };
-};
-
-beforeAll(async () => {
-  backdoor = await Backdoor.open(url);
-});
-afterEach(async () => {
-  await Promise.all(pools.splice(0).map((pool) => pool.end()));
-});
-afterAll(() => backdoor.close());
+const fixtures = useLockTestFixtures('reliability');
+const { newPool, unique } = fixtures;
 
 describe('holder process SIGKILLed', () => {
   async function killHolder(label: string, args: readonly string[]): Promise<number> {
@@ -44,7 +24,7 @@ describe('holder process SIGKILLed', () => {
       name,
       async (client) => (await client.query('SELECT pg_backend_pid() AS pid')).rows[0].pid,
     );
-    await backdoor.waitForWaiters(key, 1);
+    await fixtures.backdoor.waitForWaiters(key, 1);
     holder.child.kill('SIGKILL');
     const got = await timed(waiter);
     expect(got.value).not.toBe(pid);
@@ -87,16 +67,16 @@ describe('holder backend terminated (pg_terminate_backend)', () => {
           return 'committed';
         }),
       );
-      await backdoor.waitFor(
+      await fixtures.backdoor.waitFor(
         'the holder',
-        async () => pid !== 0 && (await backdoor.locksOn(key)).length === 1,
+        async () => pid !== 0 && (await fixtures.backdoor.locksOn(key)).length === 1,
       );
-      await backdoor.query('SELECT pg_terminate_backend($1)', [pid]);
+      await fixtures.backdoor.query('SELECT pg_terminate_backend($1)', [pid]);
       const outcome = await call;
       expect(outcome.value).toBeUndefined();
       expect(outcome.error).toMatchObject({ code: '57P01' });
       measured(`pg_terminate_backend of a withLock holder ${during} -> withLock rejects`, outcome.ms);
-      expect(await backdoor.locksOn(key)).toEqual([]);
+      expect(await fixtures.backdoor.locksOn(key)).toEqual([]);
       // The dead client was not returned to the pool: the next call works.
       expect(await withLock(pool, name, async () => 'next')).toBe('next');
     },
@@ -110,7 +90,7 @@ describe('holder backend terminated (pg_terminate_backend)', () => {
       handle.signal.addEventListener('abort', () => resolve(performance.now()), { once: true }),
     );
     const at = performance.now();
-    await backdoor.query('SELECT pg_terminate_backend($1)', [handle.pid]);
+    await fixtures.backdoor.query('SELECT pg_terminate_backend($1)', [handle.pid]);
     const ms = measured('pg_terminate_backend of a session-lock holder -> signal aborts', (await lost) - at);
     expect(ms).toBeLessThan(2 * heartbeatMs);
     expect(LockLostError.is(handle.signal.reason)).toBe(true);
@@ -129,10 +109,13 @@ describe('idle_in_transaction_session_timeout', () => {
         return 'committed';
       }),
     );
-    await backdoor.waitFor('the holder', async () => (await backdoor.locksOn(key)).length === 1);
-    await backdoor.waitFor(
+    await fixtures.backdoor.waitFor(
+      'the holder',
+      async () => (await fixtures.backdoor.locksOn(key)).length === 1,
+    );
+    await fixtures.backdoor.waitFor(
       'the server to free the lock',
-      async () => (await backdoor.locksOn(key)).length === 0,
+      async () => (await fixtures.backdoor.locksOn(key)).length === 0,
     );
     measured(
       'idle_in_transaction_session_timeout=300 ms -> lock freed on the server',

@@ -4,6 +4,7 @@ export { type ConformanceOptions, runConformance, suites } from './conformance.t
 export { deferred, type HeldLock, holdLock, pidOf, type SuiteContext, useSuiteContext } from './context.ts';
 export { countingPool } from './counting-pool.ts';
 export { type EmbeddedServer, freePort, startEmbeddedServer } from './embedded-server.ts';
+export { type LockTestFixtures, useLockTestFixtures } from './fixtures.ts';
 export type { AdapterHarness, AdapterInstance, Capabilities, HarnessTransaction, Sql } from './harness.ts';
 export { findPgBouncer, type PgBouncer, startPgBouncer } from './pgbouncer.ts';
 export { generatePrismaClient } from './prisma-generate.ts';
