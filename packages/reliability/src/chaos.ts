@@ -56,6 +56,12 @@ export interface ChaosCrash {
 // Driver crashes that no lock library can catch: they are thrown from driver callbacks, not from a call.
 const knownBugs: readonly [RegExp, string][] = [
   [
+    // Seen once in CI (drizzle on node-postgres): the worker had finished every call and reported
+    // its stats, then pg-pool's end() never settled. Not yet explained (see docs/reliability.md).
+    /^exit 13: close\(\) stuck for 5 s/,
+    'OPEN: pool.end() never settled after the worker finished (node-postgres, after backend terminations); under investigation',
+  ],
+  [
     /Cannot read properties of null \(reading 'write'\)/,
     'postgres.js nextWrite on a closed socket (porsager/postgres #1154, #1208; fix PR #1209)',
   ],
