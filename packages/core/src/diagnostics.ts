@@ -72,19 +72,54 @@ const channels = {
 };
 let nextId = 1;
 
+/** The events of one lock call, as core reports them. */
+export interface Trace {
+  requested(): void;
+  acquired(): void;
+  notAcquired(reason: LockNotAcquiredEvent['reason'], error?: unknown): void;
+  released(): void;
+  lost(error: unknown): void;
+}
+
+const silent: Trace = Object.freeze({
+  requested() {},
+  acquired() {},
+  notAcquired() {},
+  released() {},
+  lost() {},
+});
+
+function anySubscribers(): boolean {
+  return (
+    channels.requested.hasSubscribers ||
+    channels.acquired.hasSubscribers ||
+    channels.notAcquired.hasSubscribers ||
+    channels.released.hasSubscribers ||
+    channels.lost.hasSubscribers
+  );
+}
+
+/**
+ * A trace for one call: a {@link LockTrace} while anyone subscribes to {@link lockChannels}, else a
+ * shared one that does nothing (the channels cost nothing without subscribers, and neither do we).
+ */
+export function startTrace(request: LockRequest, scope: LockScope): Trace {
+  return anySubscribers() ? new LockTrace(request, scope) : silent;
+}
+
 /**
  * The events of one acquisition. Adapters create one per call (core does it for the transaction
  * helpers) and report the session lifecycle with it.
  *
  * @example
  * ```ts
- * import { LockTrace, lockRequest } from '@pglock/core';
+ * import { LockTrace, lockRequest } from '@pglock/core/adapter';
  *
  * const trace = new LockTrace(lockRequest('leader'), 'session');
  * trace.released();
  * ```
  */
-export class LockTrace {
+export class LockTrace implements Trace {
   readonly #base: LockEventBase;
   readonly #requestedAt = performance.now();
   #acquiredAt: number | undefined;

@@ -2,7 +2,7 @@ import type { LockKey } from './lock-key.ts';
 
 const brand = Symbol.for('pglock.AdvisoryLockError');
 
-/** The string codes of pglock's errors, one per subclass (plus two used on the base class itself). */
+/** The string codes of pglock's errors, one per subclass. */
 export type AdvisoryLockErrorCode =
   | 'LOCK_NOT_ACQUIRED'
   | 'LOCK_ABORTED'
@@ -11,7 +11,9 @@ export type AdvisoryLockErrorCode =
   | 'INVALID_LOCK_KEY'
   | 'INVALID_LOCK_OPTIONS'
   | 'LOCK_QUERY_FAILED'
-  | 'LOCK_USAGE';
+  | 'LOCK_USAGE'
+  | 'TRANSACTION_ROLLED_BACK'
+  | 'LOCK_TABLE_MISSING';
 
 /** Fields every pglock error accepts. */
 export interface AdvisoryLockErrorOptions {
@@ -103,7 +105,8 @@ export class LockNotAcquiredError extends AdvisoryLockError {
 
 /**
  * The caller's `AbortSignal` fired while waiting. The server-side wait was cancelled and nothing
- * stays locked. The signal's `reason` is kept as `reason`.
+ * stays locked (see {@link LockAbortedError.held} for the one exception). The signal's `reason` is
+ * kept as `reason`.
  *
  * @example
  * ```ts
@@ -119,10 +122,19 @@ export class LockNotAcquiredError extends AdvisoryLockError {
 export class LockAbortedError extends AdvisoryLockError {
   /** `signal.reason` of the signal that fired. */
   readonly reason: unknown;
+  /**
+   * True only when the abort landed as the lock was granted inside a transaction of yours
+   * (`lock(tx, …)`): the lock is then held until that transaction ends. Otherwise nothing was locked.
+   */
+  readonly held: boolean;
 
-  constructor(message: string, options: AdvisoryLockErrorOptions & { readonly reason: unknown }) {
+  constructor(
+    message: string,
+    options: AdvisoryLockErrorOptions & { readonly reason: unknown; readonly held?: boolean },
+  ) {
     super('LOCK_ABORTED', message, options);
     this.reason = options.reason;
+    this.held = options.held ?? false;
   }
 
   static override is(value: unknown): value is LockAbortedError {
@@ -227,5 +239,110 @@ export class InvalidLockOptionsError extends AdvisoryLockError {
 
   static override is(value: unknown): value is InvalidLockOptionsError {
     return isCode(value, 'INVALID_LOCK_OPTIONS');
+  }
+}
+
+/**
+ * A pglock function was called in a way that cannot give the protection it promises: a
+ * transaction-scoped lock outside a transaction, a session lock through a transaction-mode pooler, a
+ * second call on a connection that is busy with one. Nothing was left locked. The message names the
+ * function and says what to call instead.
+ *
+ * @example
+ * ```ts
+ * import { LockUsageError } from '@pglock/core';
+ *
+ * await locks.acquireSessionLock('leader').catch((error) => {
+ *   if (LockUsageError.is(error)) console.error(error.message); // e.g. "through a transaction-mode pooler"
+ *   throw error;
+ * });
+ * ```
+ */
+export class LockUsageError extends AdvisoryLockError {
+  constructor(message: string, options: AdvisoryLockErrorOptions = {}) {
+    super('LOCK_USAGE', message, options);
+  }
+
+  static override is(value: unknown): value is LockUsageError {
+    return isCode(value, 'LOCK_USAGE');
+  }
+}
+
+/**
+ * A statement pglock sent failed in the database for a reason that is not about the lock itself (a
+ * dropped connection, a permission, a statement timeout). The driver's error is the `cause`.
+ *
+ * @example
+ * ```ts
+ * import { LockQueryError } from '@pglock/core';
+ *
+ * await locks.withLock('job', run).catch((error) => {
+ *   if (LockQueryError.is(error)) console.error('database problem:', error.cause);
+ *   throw error;
+ * });
+ * ```
+ */
+export class LockQueryError extends AdvisoryLockError {
+  constructor(message: string, options: AdvisoryLockErrorOptions = {}) {
+    super('LOCK_QUERY_FAILED', message, options);
+  }
+
+  static override is(value: unknown): value is LockQueryError {
+    return isCode(value, 'LOCK_QUERY_FAILED');
+  }
+}
+
+/**
+ * The callback of `withLock` resolved, but PostgreSQL had already failed its transaction (a statement
+ * in it failed and the callback caught the error), so the COMMIT would have been a ROLLBACK: nothing
+ * the callback wrote was saved. pglock rolled the transaction back and reports it instead of resolving
+ * as if the work had been written. Let the statement's error leave the callback, or use a savepoint
+ * (a nested `withLock`) around the statement that may fail.
+ *
+ * @example
+ * ```ts
+ * import { TransactionRolledBackError } from '@pglock/core';
+ *
+ * await locks.withLock('import', run).catch((error) => {
+ *   if (TransactionRolledBackError.is(error)) console.error('nothing was saved:', error.message);
+ *   throw error;
+ * });
+ * ```
+ */
+export class TransactionRolledBackError extends AdvisoryLockError {
+  constructor(message: string, options: AdvisoryLockErrorOptions = {}) {
+    super('TRANSACTION_ROLLED_BACK', message, options);
+  }
+
+  static override is(value: unknown): value is TransactionRolledBackError {
+    return isCode(value, 'TRANSACTION_ROLLED_BACK');
+  }
+}
+
+/**
+ * The table behind `runOnce` and `leader` (`pglock_jobs`) does not exist. The message holds the DDL;
+ * `pglock schema` prints it too, and the docs give it as a Prisma, Drizzle and Kysely migration.
+ *
+ * @example
+ * ```ts
+ * import { LockTableMissingError } from '@pglock/core';
+ *
+ * await locks.runOnce('nightly', { per: '1d' }, run).catch((error) => {
+ *   if (LockTableMissingError.is(error)) console.error(error.ddl);
+ *   throw error;
+ * });
+ * ```
+ */
+export class LockTableMissingError extends AdvisoryLockError {
+  /** The `CREATE TABLE` statement that creates the missing table. */
+  readonly ddl: string;
+
+  constructor(message: string, options: AdvisoryLockErrorOptions & { readonly ddl: string }) {
+    super('LOCK_TABLE_MISSING', message, options);
+    this.ddl = options.ddl;
+  }
+
+  static override is(value: unknown): value is LockTableMissingError {
+    return isCode(value, 'LOCK_TABLE_MISSING');
   }
 }

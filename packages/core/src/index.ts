@@ -1,10 +1,16 @@
 /**
- * The PostgreSQL advisory-lock protocol behind pglock: keys, statements, typed errors, inspection.
+ * pglock for apps: keys, options and result types, typed errors, and the diagnostics channels.
+ * Adapters (`@pglock/pg`, `@pglock/prisma`, `@pglock/drizzle`, `@pglock/kysely`) re-export exactly
+ * this, so one import serves the app. Adapter authors import `@pglock/core/adapter`.
  *
  * @module @pglock/core
  */
 
-export { type AcquireContext, abortedError, acquireLocks, describeKeys } from './acquire-locks.ts';
+export type {
+  AdvisoryLocks,
+  AdvisoryLocksOptions,
+  SessionAdvisoryLocks,
+} from './create-advisory-locks.ts';
 export { deriveKey } from './derive-key.ts';
 export {
   type LockAcquiredEvent,
@@ -13,7 +19,6 @@ export {
   type LockNotAcquiredEvent,
   type LockReleasedEvent,
   type LockRequestedEvent,
-  LockTrace,
   lockChannels,
 } from './diagnostics.ts';
 export {
@@ -26,16 +31,12 @@ export {
   LockDeadlockError,
   LockLostError,
   LockNotAcquiredError,
+  LockQueryError,
+  LockTableMissingError,
+  LockUsageError,
+  TransactionRolledBackError,
 } from './errors.ts';
-export {
-  type AdvisoryLockInfo,
-  holdsLock,
-  inspectLocks,
-  inspectLocksStatement,
-  isLocked,
-  lockTag,
-} from './inspect-locks.ts';
-export type { LockExecutor } from './lock-executor.ts';
+export type { AdvisoryLockInfo } from './inspect-locks.ts';
 export {
   type BigintLockKey,
   compareLockKeys,
@@ -47,39 +48,8 @@ export {
   lockKey,
   type PairLockKey,
 } from './lock-key.ts';
-export {
-  DEFAULT_MAX_KEYS,
-  type LockOptions,
-  type LockRequest,
-  type LockTarget,
-  lockRequest,
-  withDefaults,
-} from './lock-options.ts';
-export {
-  backendPidStatement,
-  type LockScope,
-  type LockStatements,
-  lockStatements,
-  releaseStatements,
-  sessionUnlockStatements,
-} from './lock-statements.ts';
-export {
-  type HeartbeatOptions,
-  holdSessionLock,
-  type PinnedSession,
-  runWithSessionLock,
-  type SessionLock,
-} from './session-lock-handle.ts';
-export { acquireSessionLocks, releaseSessionLocks } from './session-locks.ts';
-export { SqlState, sqlStateOf } from './sql-state.ts';
-export { type Statement, statement } from './statement.ts';
-export {
-  assertNotAborted,
-  lockInTransaction,
-  notAcquiredError,
-  runTryWithLock,
-  runWithLock,
-  type TransactionDriver,
-  type TryResult,
-  tryLockInTransaction,
-} from './with-lock.ts';
+export { DEFAULT_MAX_KEYS, type LockOptions, type LockTarget } from './lock-options.ts';
+export type { LockScope } from './lock-statements.ts';
+export type { SessionLock, SessionLockOptions } from './session-lock.ts';
+export type { TryResult, WithLockOptions } from './transaction-lock.ts';
+export type { IsolationLevel, PrismaIsolationLevel, TransactionSettings } from './transaction-settings.ts';

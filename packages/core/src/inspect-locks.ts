@@ -1,6 +1,11 @@
-import type { LockExecutor } from './lock-executor.ts';
+import { cell } from './row-cell.ts';
+import type { Row } from './lock-port.ts';
 import { type LockKey, lockKey } from './lock-key.ts';
-import { statement } from './statement.ts';
+import type { Statement } from './statement.ts';
+import { statementText } from './statement.ts';
+
+/** Runs one statement somewhere and resolves its rows (a port's `query` bound to a database). */
+export type QueryRunner = (statement: Statement) => Promise<readonly Row[]>;
 
 /**
  * One row of `pg_locks` for an advisory lock in the current database, joined with
@@ -22,9 +27,10 @@ export interface AdvisoryLockInfo {
   /** The backend's state (`active`, `idle in transaction`, `idle`, …). */
   readonly state: string | null;
   /**
-   * For a holder: milliseconds since its current transaction began, or since it went idle when not in
-   * one (the server does not record when an advisory lock was granted, so this is an upper bound for
-   * a transaction-scoped lock and a lower bound for a session lock held by an idle connection).
+   * For a holder: milliseconds since its current transaction began; for a session lock pglock holds,
+   * since it was granted (its heartbeat carries the grant time); for another session lock, since the
+   * connection went idle (the server does not record when an advisory lock was granted, so this is an
+   * upper bound for a transaction-scoped lock and a lower bound for a foreign session lock).
    */
   readonly heldMs: number | null;
   /** For a waiter: milliseconds it has waited (`pg_locks.waitstart`). */
@@ -38,17 +44,19 @@ export interface AdvisoryLockInfo {
  * null for a moment after its wait began (the waiting backend fills it in), so nulls sort last: the
  * newest waiter.
  */
-export const inspectLocksStatement = statement(
+export const inspectLocksStatement: Statement = statementText(
   `SELECT l.classid::bigint::text AS classid, l.objid::bigint::text AS objid, l.objsubid::int AS objsubid,
-    l.mode, l.granted, l.pid, a.application_name, host(a.client_addr) AS client_addr, a.state,
-    CASE WHEN l.granted THEN (extract(epoch FROM clock_timestamp() - coalesce(a.xact_start, a.state_change)) * 1000)::float8 END AS held_ms,
-    CASE WHEN NOT l.granted THEN (extract(epoch FROM clock_timestamp() - l.waitstart) * 1000)::float8 END AS waited_ms,
-    coalesce(l.pid = pg_backend_pid(), false) AS own_session
+    l.mode, l.granted, l.pid, a.application_name AS appname, host(a.client_addr) AS clientaddr, a.state,
+    CASE WHEN l.granted THEN (extract(epoch FROM clock_timestamp() - coalesce(
+      CASE WHEN a.query LIKE '%pglock:held-since:%' THEN to_timestamp(substring(a.query FROM 'pglock:held-since:([0-9]+)')::bigint / 1000.0) END,
+      a.xact_start, a.state_change)) * 1000)::float8 END AS heldms,
+    CASE WHEN NOT l.granted THEN (extract(epoch FROM clock_timestamp() - l.waitstart) * 1000)::float8 END AS waitedms,
+    coalesce(l.pid = pg_backend_pid(), false) AS ownsession
   FROM pg_locks AS l
   LEFT JOIN pg_stat_activity AS a ON a.pid = l.pid
   WHERE l.locktype = 'advisory' AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
   ORDER BY l.classid, l.objid, l.objsubid, l.granted DESC, l.waitstart NULLS LAST, l.pid`,
-);
+).bind([]);
 
 /**
  * Lists every advisory lock (holders and waiters) in the current database, grouped by key with
@@ -56,77 +64,57 @@ export const inspectLocksStatement = statement(
  *
  * @example
  * ```ts
- * import { inspectLocks } from '@pglock/core';
+ * import { inspectLocks } from '@pglock/core/adapter';
  *
- * for (const lock of await inspectLocks(executor)) {
+ * for (const lock of await inspectLocks((s) => port.query(db, s))) {
  *   console.log(lock.key, lock.granted ? 'held by' : 'waited for by', lock.pid);
  * }
  * ```
  */
-export async function inspectLocks(executor: LockExecutor): Promise<AdvisoryLockInfo[]> {
-  const rows = await executor.query(inspectLocksStatement);
+export async function inspectLocks(query: QueryRunner): Promise<AdvisoryLockInfo[]> {
+  const rows = await query(inspectLocksStatement);
+  // Columns are read through cell(): a driver's column transform (postgres.js camel or pascal case)
+  // may have renamed them.
   return rows.map((row) => {
-    const classid = Number(row.classid);
-    const objid = Number(row.objid);
+    const classid = Number(cell(row, 'classid'));
+    const objid = Number(cell(row, 'objid'));
+    const pid = cell(row, 'pid');
     return {
-      key: keyFromTag(classid, objid, Number(row.objsubid)),
+      key: keyFromTag(classid, objid, Number(cell(row, 'objsubid'))),
       classid,
       objid,
-      mode: row.mode === 'ShareLock' ? 'shared' : 'exclusive',
-      granted: row.granted === true,
-      pid: row.pid === null || row.pid === undefined ? null : Number(row.pid),
-      applicationName: (row.application_name as string | null) ?? null,
-      clientAddress: (row.client_addr as string | null) ?? null,
-      state: (row.state as string | null) ?? null,
-      heldMs: numberOrNull(row.held_ms),
-      waitedMs: numberOrNull(row.waited_ms),
-      ownSession: row.own_session === true,
+      mode: cell(row, 'mode') === 'ShareLock' ? 'shared' : 'exclusive',
+      granted: cell(row, 'granted') === true,
+      pid: pid === null || pid === undefined ? null : Number(pid),
+      applicationName: (cell(row, 'appname') as string | null) ?? null,
+      clientAddress: (cell(row, 'clientaddr') as string | null) ?? null,
+      state: (cell(row, 'state') as string | null) ?? null,
+      heldMs: numberOrNull(cell(row, 'heldms')),
+      waitedMs: numberOrNull(cell(row, 'waitedms')),
+      ownSession: cell(row, 'ownsession') === true,
     };
   });
 }
 
-const isLockedText = `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted
+const isLockedText = statementText(`SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted
     AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
-    AND classid = $1::text::bigint::oid AND objid = $2::text::bigint::oid AND objsubid = $3::text::int) AS locked`;
+    AND classid = $1::text::bigint::oid AND objid = $2::text::bigint::oid AND objsubid = $3::text::int) AS locked`);
 
 /**
  * True when any session holds `key` (in either mode). A snapshot: it may change right after.
  *
  * @example
  * ```ts
- * import { isLocked, lockKey } from '@pglock/core';
+ * import { isLocked } from '@pglock/core/adapter';
+ * import { lockKey } from '@pglock/core';
  *
- * if (await isLocked(executor, lockKey('nightly'))) console.log('the nightly job is running');
+ * if (await isLocked((s) => port.query(db, s), lockKey('nightly'))) console.log('the nightly job is running');
  * ```
  */
-export async function isLocked(executor: LockExecutor, key: LockKey): Promise<boolean> {
+export async function isLocked(query: QueryRunner, key: LockKey): Promise<boolean> {
   const { classid, objid, objsubid } = lockTag(key);
-  const [row] = await executor.query(
-    statement(isLockedText, [String(classid), String(objid), String(objsubid)]),
-  );
-  return row?.locked === true;
-}
-
-const ownsText = `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted AND pid = pg_backend_pid()
-    AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
-    AND classid = $1::text::bigint::oid AND objid = $2::text::bigint::oid AND objsubid = $3::text::int) AS held`;
-
-/**
- * True when the connection running the statement (its server backend) holds `key`. Session-lock
- * handles use it as their heartbeat: behind a transaction-mode pooler the statement can land on
- * another backend, which then does not hold the lock.
- *
- * @example
- * ```ts
- * import { holdsLock, lockKey } from '@pglock/core';
- *
- * if (!(await holdsLock(pinnedExecutor, lockKey('leader')))) console.log('lost it');
- * ```
- */
-export async function holdsLock(executor: LockExecutor, key: LockKey): Promise<boolean> {
-  const { classid, objid, objsubid } = lockTag(key);
-  const [row] = await executor.query(statement(ownsText, [String(classid), String(objid), String(objsubid)]));
-  return row?.held === true;
+  const [row] = await query(isLockedText.bind([String(classid), String(objid), String(objsubid)]));
+  return cell(row ?? {}, 'locked') === true;
 }
 
 /**

@@ -58,12 +58,9 @@ export interface LockKeyOptions {
  * ```
  */
 export function lockKey(input: LockKeyInput, options: LockKeyOptions = {}): LockKey {
-  const { namespace } = options;
+  const namespace = options?.namespace;
+  if (typeof input === 'string') return namedKey(input, namespace);
   if (namespace !== undefined) assertValidNamespace(namespace);
-  if (typeof input === 'string') {
-    assertValidName(input);
-    return freeze({ form: 'bigint', value: deriveKey(input, namespace), name: input, namespace });
-  }
   if (typeof input === 'bigint') {
     if (input < INT64_MIN || input > INT64_MAX) {
       throw new InvalidLockKeyError(
@@ -84,7 +81,9 @@ export function lockKey(input: LockKeyInput, options: LockKeyOptions = {}): Lock
   }
   if (isLockKey(input)) return input;
   if (typeof input === 'object' && input !== null && !Array.isArray(input) && 'pair' in input) {
-    return freeze({ form: 'pair', pair: validPair(input.pair, input) });
+    // Read once: an accessor must not pass validation with one value and be sent with another.
+    const pair: unknown = input.pair;
+    return freeze({ form: 'pair', pair: validPair(pair, input) });
   }
   throw new InvalidLockKeyError(
     `Unsupported lock key ${describe(input)}: use a string name, a safe-integer number, an int64 bigint or { pair: [a, b] }.`,
@@ -139,7 +138,9 @@ export function compareLockKeys(a: LockKey, b: LockKey): number {
 export function formatLockKey(key: LockKey): string {
   if (key.form === 'pair') return `(${key.pair[0]}, ${key.pair[1]})`;
   if (key.name === undefined) return `${key.value}`;
-  const label = key.name.length > 60 ? `${key.name.slice(0, 57)}...` : key.name;
+  // Cut by code points, so that a long name never ends in half an emoji.
+  const points = key.name.length > 60 ? Array.from(key.name) : undefined;
+  const label = points && points.length > 60 ? `${points.slice(0, 57).join('')}...` : key.name;
   return key.namespace === undefined
     ? JSON.stringify(label)
     : `${JSON.stringify(key.namespace)}:${JSON.stringify(label)}`;
@@ -162,7 +163,9 @@ function validPair(pair: unknown, input: unknown): readonly [number, number] {
   if (!Array.isArray(pair) || pair.length !== 2) {
     throw new InvalidLockKeyError('A pair key needs exactly two int32 numbers: { pair: [a, b] }.', input);
   }
-  for (const part of pair) {
+  // Each member is read once, into the value that is validated and then sent.
+  const members: [unknown, unknown] = [pair[0], pair[1]];
+  for (const part of members) {
     if (typeof part !== 'number' || !Number.isInteger(part) || part < INT32_MIN || part > INT32_MAX) {
       throw new InvalidLockKeyError(
         `Pair key member ${describe(part)} is not an int32 (${INT32_MIN}..${INT32_MAX}).`,
@@ -170,7 +173,29 @@ function validPair(pair: unknown, input: unknown): readonly [number, number] {
       );
     }
   }
-  return [pair[0] as number, pair[1] as number];
+  return members as [number, number];
+}
+
+// Names repeat (one per code path that locks), and hashing one costs more than the rest of a lock
+// call, so derived keys are kept; the bound keeps an app that locks per-row names from growing it.
+const NAMED_CACHE_MAX = 4_096;
+const named = new Map<string, LockKey>();
+
+function namedKey(name: string, namespace: string | undefined): LockKey {
+  const id = namespace === undefined ? name : `${namespace}\u0000${name}`;
+  const cached = named.get(id);
+  if (
+    cached !== undefined &&
+    (cached as BigintLockKey).name === name &&
+    (cached as BigintLockKey).namespace === namespace
+  )
+    return cached;
+  if (namespace !== undefined) assertValidNamespace(namespace);
+  assertValidName(name);
+  const key = freeze({ form: 'bigint', value: deriveKey(name, namespace), name, namespace });
+  if (named.size >= NAMED_CACHE_MAX) named.delete(named.keys().next().value as string);
+  named.set(id, key);
+  return key;
 }
 
 function assertValidName(name: string): void {

@@ -1,8 +1,8 @@
 import { InvalidLockKeyError, InvalidLockOptionsError } from './errors.ts';
 import { compareLockKeys, type LockKey, type LockKeyInput, lockKey } from './lock-key.ts';
 
-/** PostgreSQL's `lock_timeout` is an int4 of milliseconds. */
-const MAX_TIMEOUT_MS = 2 ** 31 - 1;
+/** PostgreSQL's `lock_timeout` is an int4 of milliseconds; Node's timers hold the same range. */
+export const MAX_DURATION_MS = 2 ** 31 - 1;
 
 /**
  * The default bound on keys per call. About 12,800 held advisory locks fill PostgreSQL's shared lock
@@ -25,7 +25,10 @@ export type LockTarget = LockKeyInput | readonly LockKeyInput[];
  * ```
  */
 export interface LockOptions {
-  /** `0`: try once. Positive: wait at most this long (server-side `lock_timeout`). Absent: wait without limit. */
+  /**
+   * `0`: try once. Positive: wait at most this long, in all (the in-process queue, every key and
+   * lock space share one budget; the server enforces it with `lock_timeout`). Absent: wait without limit.
+   */
   readonly timeoutMs?: number | undefined;
   /** Take a shared lock (compatible with other shared holders) instead of an exclusive one. */
   readonly shared?: boolean | undefined;
@@ -46,13 +49,17 @@ export interface LockRequest {
   readonly signal: AbortSignal | undefined;
 }
 
+// The common call (one name, no options) makes the same request every time: keep it with its key.
+const plainRequests = new WeakMap<LockKey, LockRequest>();
+
 /**
- * Validates a target and options (merged over `defaults`) into a {@link LockRequest}. Everything an
- * adapter is given passes through here first, so bad input fails before any SQL is sent.
+ * Validates a target and options (over `defaults`: an option given as `undefined` keeps the
+ * default) into a {@link LockRequest}. Everything an adapter is given passes through here first, so
+ * bad input fails before any SQL is sent.
  *
  * @example
  * ```ts
- * import { lockRequest } from '@pglock/core';
+ * import { lockRequest } from '@pglock/core/adapter';
  *
  * const request = lockRequest(['account:2', 'account:1'], { timeoutMs: 500 });
  * request.keys.length; // 2, in canonical order
@@ -60,44 +67,86 @@ export interface LockRequest {
  */
 export function lockRequest(
   target: LockTarget,
-  options: LockOptions = {},
-  defaults: LockOptions = {},
+  options?: LockOptions,
+  defaults?: LockOptions,
+  verb = 'lock call',
 ): LockRequest {
-  const merged = { ...defaults, ...stripUndefined(options) };
-  const { timeoutMs, shared = false, signal, namespace, maxKeys = DEFAULT_MAX_KEYS } = merged;
-  if (
-    timeoutMs !== undefined &&
-    (!Number.isInteger(timeoutMs) || timeoutMs < 0 || timeoutMs > MAX_TIMEOUT_MS)
-  ) {
+  if (options !== undefined && (typeof options !== 'object' || options === null)) {
     throw new InvalidLockOptionsError(
-      `timeoutMs must be an integer from 0 to ${MAX_TIMEOUT_MS} (got ${String(timeoutMs)}); omit it to wait without limit.`,
+      `${verb}: options must be an object (got ${options === null ? 'null' : typeof options}); omit it for the defaults.`,
     );
   }
-  if (typeof shared !== 'boolean') throw new InvalidLockOptionsError('shared must be a boolean.');
+  const timeoutMs = options?.timeoutMs ?? defaults?.timeoutMs;
+  const shared = options?.shared ?? defaults?.shared ?? false;
+  const signal = options?.signal ?? defaults?.signal;
+  const namespace = options?.namespace ?? defaults?.namespace;
+  const maxKeys = options?.maxKeys ?? defaults?.maxKeys ?? DEFAULT_MAX_KEYS;
+  if (timeoutMs !== undefined) checkDuration(timeoutMs, 'timeoutMs', verb, 0, 'omit it to wait without limit');
+  if (typeof shared !== 'boolean') throw new InvalidLockOptionsError(`${verb}: shared must be a boolean.`);
   if (signal !== undefined && !isAbortSignal(signal)) {
-    throw new InvalidLockOptionsError('signal must be an AbortSignal.');
+    throw new InvalidLockOptionsError(`${verb}: signal must be an AbortSignal.`);
   }
   if (!Number.isInteger(maxKeys) || maxKeys < 1)
-    throw new InvalidLockOptionsError('maxKeys must be a positive integer.');
+    throw new InvalidLockOptionsError(`${verb}: maxKeys must be a positive integer.`);
 
-  const inputs: readonly unknown[] = Array.isArray(target) ? target : [target];
+  if (!Array.isArray(target)) {
+    const key = lockKey(target as LockKeyInput, { namespace });
+    if (timeoutMs === undefined && !shared && signal === undefined) {
+      let request = plainRequests.get(key);
+      if (request === undefined) {
+        request = Object.freeze({ keys: Object.freeze([key]), shared, timeoutMs, signal });
+        plainRequests.set(key, request);
+      }
+      return request;
+    }
+    return Object.freeze({ keys: Object.freeze([key]), shared, timeoutMs, signal });
+  }
+  const inputs = target as readonly unknown[];
   if (inputs.length === 0)
-    throw new InvalidLockKeyError('Lock at least one key (got an empty array).', target);
+    throw new InvalidLockKeyError(`${verb}: lock at least one key (got an empty array).`, target);
   if (inputs.length > maxKeys) {
     throw new InvalidLockKeyError(
-      `${inputs.length} keys in one call exceed maxKeys (${maxKeys}); PostgreSQL's shared lock table is small and shared by every session.`,
+      `${verb}: ${inputs.length} keys in one call exceed maxKeys (${maxKeys}); PostgreSQL's shared lock table is small and shared by every session.`,
       target,
     );
   }
-  const keys = inputs.map((input) => lockKey(input as LockKeyInput, { namespace }));
+  const keys: LockKey[] = [];
+  for (let i = 0; i < inputs.length; i++) {
+    if (!Object.hasOwn(inputs, i)) {
+      throw new InvalidLockKeyError(
+        `${verb}: the key at index ${i} is missing (a sparse array); pass every key.`,
+        target,
+      );
+    }
+    keys.push(lockKey(inputs[i] as LockKeyInput, { namespace }));
+  }
   return Object.freeze({ keys: canonical(keys), shared, timeoutMs, signal });
 }
 
-function canonical(keys: readonly LockKey[]): readonly LockKey[] {
-  const sorted = [...keys].sort(compareLockKeys);
-  return Object.freeze(
-    sorted.filter((key, i) => i === 0 || compareLockKeys(sorted[i - 1] as LockKey, key) !== 0),
-  );
+/**
+ * Throws `InvalidLockOptionsError` unless `value` is an integer number of milliseconds from `min`
+ * to {@link MAX_DURATION_MS} (the range of `lock_timeout` and of Node's timers: beyond it a timer
+ * fires at once).
+ *
+ * @example
+ * ```ts
+ * import { checkDuration } from '@pglock/core/adapter';
+ *
+ * checkDuration(1_000, 'heartbeatMs', 'acquireSessionLock', 10);
+ * ```
+ */
+export function checkDuration(value: unknown, name: string, verb: string, min: number, hint?: string): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > MAX_DURATION_MS) {
+    throw new InvalidLockOptionsError(
+      `${verb}: ${name} must be an integer from ${min} to ${MAX_DURATION_MS} ms (got ${String(value)})${hint ? `; ${hint}` : ''}.`,
+    );
+  }
+  return value;
+}
+
+function canonical(keys: LockKey[]): readonly LockKey[] {
+  keys.sort(compareLockKeys);
+  return Object.freeze(keys.filter((key, i) => i === 0 || compareLockKeys(keys[i - 1] as LockKey, key) !== 0));
 }
 
 function isAbortSignal(value: unknown): value is AbortSignal {
@@ -107,22 +156,4 @@ function isAbortSignal(value: unknown): value is AbortSignal {
     typeof (value as AbortSignal).aborted === 'boolean' &&
     typeof (value as AbortSignal).addEventListener === 'function'
   );
-}
-
-/**
- * `options` over `defaults`, where an option given as `undefined` does not erase a default.
- *
- * @example
- * ```ts
- * import { withDefaults } from '@pglock/core';
- *
- * withDefaults({ namespace: 'app', timeoutMs: 1_000 }, { timeoutMs: undefined }); // { namespace: 'app', timeoutMs: 1000 }
- * ```
- */
-export function withDefaults<T extends object>(defaults: T | undefined, options: T | undefined): T {
-  return { ...defaults, ...stripUndefined(options ?? ({} as T)) } as T;
-}
-
-function stripUndefined<T extends object>(options: T): Partial<T> {
-  return Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) as Partial<T>;
 }

@@ -1,10 +1,10 @@
-import type { LockExecutor } from './lock-executor.ts';
-import { backendPidStatement } from './lock-statements.ts';
+import { onAbort } from './abort-listeners.ts';
+import type { PortConnection, Row } from './lock-port.ts';
 import type { Statement } from './statement.ts';
 
 /** What {@link runCancellable} saw: the rows, or the error, and whether the signal fired meanwhile. */
 export type CancellableOutcome =
-  | { readonly ok: true; readonly rows: readonly Record<string, unknown>[]; readonly aborted: boolean }
+  | { readonly ok: true; readonly rows: readonly Row[]; readonly aborted: boolean }
   | { readonly ok: false; readonly error: unknown; readonly aborted: boolean };
 
 const RETRY_FIRST_MS = 25;
@@ -14,27 +14,23 @@ const RETRY_MAX_MS = 1_000;
  * Runs a statement that may wait, cancelling it on the server when `signal` fires. A cancel that
  * reaches the server before the statement has started is ignored there, so the cancel is repeated
  * (with backoff) until the statement settles; a cancel reaching an idle connection is ignored by
- * PostgreSQL, so a late one is harmless.
+ * PostgreSQL, and the control-connection cancel only touches a backend waiting for an advisory lock,
+ * so a late one is harmless.
  */
 export async function runCancellable(
-  executor: LockExecutor,
+  connection: PortConnection,
   stmt: Statement,
   signal: AbortSignal | undefined,
+  cancel: (() => Promise<void>) | undefined,
 ): Promise<CancellableOutcome> {
-  if (signal === undefined) {
+  if (signal === undefined || cancel === undefined) {
     try {
-      return { ok: true, rows: await executor.query(stmt), aborted: false };
+      return { ok: true, rows: await connection.query(stmt), aborted: false };
     } catch (error) {
       return { ok: false, error, aborted: false };
     }
   }
-  const cancel = executor.cancel?.bind(executor);
-  if (cancel === undefined) throw new Error('pglock bug: runCancellable without executor.cancel');
-  let pid: number | undefined;
-  if (executor.cancelNeedsPid) {
-    const [row] = await executor.query(backendPidStatement);
-    pid = Number(row?.pid);
-  }
+  if (signal.aborted) return { ok: false, error: signal.reason, aborted: true };
 
   let settled = false;
   let aborted = false;
@@ -42,27 +38,63 @@ export async function runCancellable(
   const keepCancelling = async (): Promise<void> => {
     let delay = RETRY_FIRST_MS;
     while (!settled) {
-      await cancel(pid).catch(() => undefined);
+      await cancel().catch(() => undefined);
       if (settled) return;
-      await new Promise((resolve) => setTimeout(resolve, delay));
+      await new Promise((resolve) => setTimeout(resolve, delay).unref());
       delay = Math.min(delay * 2, RETRY_MAX_MS);
     }
   };
-  const onAbort = (): void => {
+  const unsubscribe = onAbort(signal, () => {
     aborted = true;
     cancelling = keepCancelling();
-  };
-
-  if (signal.aborted) return { ok: false, error: signal.reason, aborted: true };
-  signal.addEventListener('abort', onAbort, { once: true });
+  });
   try {
-    const rows = await executor.query(stmt);
+    const rows = await connection.query(stmt);
     return { ok: true, rows, aborted };
   } catch (error) {
     return { ok: false, error, aborted };
   } finally {
     settled = true;
-    signal.removeEventListener('abort', onAbort);
+    unsubscribe();
     await cancelling;
+  }
+}
+
+/**
+ * `promise`, or a rejection with `message` once `ms` have passed without it settling. The late
+ * outcome is observed, so it can never be an unhandled rejection; a late value goes to `onLate`
+ * (give back a connection that arrived after the caller gave up on it).
+ *
+ * @example
+ * ```ts
+ * import { within } from '@pglock/core/adapter';
+ *
+ * await within(pool.connect(), 2_000, 'no free connection');
+ * ```
+ */
+export async function within<T>(
+  promise: Promise<T>,
+  ms: number,
+  message: string,
+  onLate?: (value: T) => void,
+): Promise<T> {
+  let timedOut = false;
+  promise.then(
+    (value) => {
+      if (timedOut) onLate?.(value);
+    },
+    () => undefined,
+  );
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      timedOut = true;
+      reject(new Error(message));
+    }, ms);
+  });
+  try {
+    return await Promise.race([promise, late]);
+  } finally {
+    clearTimeout(timer);
   }
 }

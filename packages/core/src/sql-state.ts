@@ -34,4 +34,6 @@ export const SqlState = {
   lockNotAvailable: '55P03',
   queryCanceled: '57014',
   deadlockDetected: '40P01',
+  inFailedTransaction: '25P02',
+  undefinedTable: '42P01',
 } as const;

@@ -1,8 +1,9 @@
 /**
  * One SQL statement with positional parameters, in the two forms drivers want: `text` with `$1…$n`
- * (node-postgres, Prisma's `$queryRawUnsafe`) and `fragments` around the parameters, like a
- * template literal's strings (Drizzle's and Kysely's `sql` builders). Every value is a string that
- * the SQL casts, so no driver has to guess a type (and bigints never pass through a JS number).
+ * (node-postgres, Prisma's `$queryRawUnsafe`, postgres.js's `unsafe`) and `fragments` around the
+ * parameters, like a template literal's strings (Drizzle's and Kysely's `sql` builders). Every value
+ * is a string that the SQL casts, so no driver has to guess a type (and bigints never pass through a
+ * JS number).
  */
 export interface Statement {
   readonly text: string;
@@ -11,27 +12,58 @@ export interface Statement {
 }
 
 /**
- * Builds a {@link Statement} from SQL whose placeholders are `$1…$n`, each used once, in order.
+ * A statement text parsed once; {@link StatementText.bind} makes a {@link Statement} per call
+ * without splitting the text again.
+ */
+export interface StatementText {
+  readonly text: string;
+  readonly fragments: readonly string[];
+  /** The statement with these values (as many as the text has placeholders). */
+  bind(values: readonly string[]): Statement;
+}
+
+/**
+ * Parses SQL whose placeholders are `$1…$n`, each used once, in order. Only pglock's own fixed texts
+ * come here: user input is always a bound value, never text.
  *
  * @example
  * ```ts
- * import { statement } from '@pglock/core';
+ * import { statementText } from '@pglock/core/adapter';
  *
- * const s = statement('SELECT pg_try_advisory_lock($1::bigint) AS ok', ['42']);
- * s.fragments; // ['SELECT pg_try_advisory_lock(', '::bigint) AS ok']
+ * const tryLock = statementText('SELECT pg_try_advisory_lock($1::text::bigint) AS ok');
+ * tryLock.bind(['42']).fragments; // ['SELECT pg_try_advisory_lock(', '::text::bigint) AS ok']
  * ```
  */
-export function statement(text: string, values: readonly string[] = []): Statement {
-  const fragments = text.split(/\$\d+/);
+export function statementText(text: string): StatementText {
+  const fragments = Object.freeze(text.split(/\$\d+/));
   const placeholders = text.match(/\$\d+/g) ?? [];
   placeholders.forEach((placeholder, i) => {
     if (placeholder !== `$${i + 1}`)
       throw new Error(`pglock bug: placeholder ${placeholder} out of order in: ${text}`);
   });
-  if (placeholders.length !== values.length) {
-    throw new Error(
-      `pglock bug: ${values.length} values for ${placeholders.length} placeholders in: ${text}`,
-    );
-  }
-  return Object.freeze({ text, fragments: Object.freeze(fragments), values: Object.freeze([...values]) });
+  const count = placeholders.length;
+  return Object.freeze({
+    text,
+    fragments,
+    bind(values: readonly string[]): Statement {
+      if (values.length !== count)
+        throw new Error(`pglock bug: ${values.length} values for ${count} placeholders in: ${text}`);
+      return { text, fragments, values };
+    },
+  });
+}
+
+/**
+ * Builds a {@link Statement} from SQL whose placeholders are `$1…$n`, each used once, in order.
+ *
+ * @example
+ * ```ts
+ * import { statement } from '@pglock/core/adapter';
+ *
+ * const s = statement('SELECT pg_try_advisory_lock($1::text::bigint) AS ok', ['42']);
+ * s.fragments; // ['SELECT pg_try_advisory_lock(', '::text::bigint) AS ok']
+ * ```
+ */
+export function statement(text: string, values: readonly string[] = []): Statement {
+  return statementText(text).bind(Object.freeze([...values]));
 }

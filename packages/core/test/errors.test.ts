@@ -7,9 +7,8 @@ import {
   LockAbortedError,
   LockNotAcquiredError,
   lockKey,
-  SqlState,
-  sqlStateOf,
 } from '../src/index.ts';
+import { SqlState, sqlStateOf } from '../src/adapter.ts';
 
 describe('errors', () => {
   it('is() recognises errors from another copy of the package, where instanceof fails', async () => {

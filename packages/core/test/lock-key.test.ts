@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { compareLockKeys, InvalidLockKeyError, isLockKey, lockKey, lockRequest } from '../src/index.ts';
+import { lockRequest } from '../src/adapter.ts';
+import { compareLockKeys, InvalidLockKeyError, isLockKey, lockKey } from '../src/index.ts';
 
 describe('lockKey', () => {
   it('keeps the form and freezes the key', () => {

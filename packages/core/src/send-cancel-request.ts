@@ -1,5 +1,11 @@
 import { connect } from 'node:net';
-import type { PgClientLike } from './pg-types.ts';
+/** The cancel key and address of one connection, as drivers learn them at connect. */
+export interface CancelKey {
+  readonly processID?: number | null | undefined;
+  readonly secretKey?: number | null | undefined;
+  readonly host?: string | undefined;
+  readonly port?: number | undefined;
+}
 
 const CANCEL_REQUEST_CODE = 80877102;
 
@@ -10,7 +16,7 @@ const CANCEL_REQUEST_CODE = 80877102;
  * stops the wait on the server. Through PgBouncer the key is the pooler's, and PgBouncer forwards
  * the cancel to the right server connection, which `pg_cancel_backend(processID)` would not.
  */
-export function sendCancelRequest(client: PgClientLike, timeoutMs = 5_000): Promise<void> {
+export function sendCancelRequest(client: CancelKey, timeoutMs = 5_000): Promise<void> {
   const { processID, secretKey } = client;
   if (typeof processID !== 'number' || typeof secretKey !== 'number') {
     return Promise.reject(

@@ -1,0 +1,46 @@
+/**
+ * One `'abort'` listener per signal, however many waits share it: a signal shared by a shutdown
+ * path across dozens of lock calls would otherwise pass Node's 10-listener warning
+ * (`MaxListenersExceededWarning`), and each call would leave a listener behind until it settled.
+ */
+const registry = new WeakMap<AbortSignal, Set<() => void>>();
+
+/**
+ * Calls `onAbort` once when `signal` aborts; returns the unsubscribe.
+ *
+ * @example
+ * ```ts
+ * import { onAbort } from '@pglock/core/adapter';
+ *
+ * const stop = onAbort(AbortSignal.timeout(1_000), () => console.log('aborted'));
+ * stop();
+ * ```
+ */
+export function onAbort(signal: AbortSignal, listener: () => void): () => void {
+  let listeners = registry.get(signal);
+  if (listeners === undefined) {
+    const set = new Set<() => void>();
+    listeners = set;
+    registry.set(signal, set);
+    signal.addEventListener(
+      'abort',
+      () => {
+        registry.delete(signal);
+        for (const fn of [...set]) fn();
+        set.clear();
+      },
+      { once: true },
+    );
+  }
+  const set = listeners;
+  let called = false;
+  const once = (): void => {
+    if (called) return;
+    called = true;
+    listener();
+  };
+  set.add(once);
+  return () => {
+    set.delete(once);
+  };
+}

@@ -1,0 +1,180 @@
+import type { Trace } from './diagnostics.ts';
+import { AdvisoryLockError, LockAbortedError, LockDeadlockError } from './errors.ts';
+import type { PortConnection, Row } from './lock-port.ts';
+import type { LockRequest } from './lock-options.ts';
+import {
+  keysBySpace,
+  type LockScope,
+  lockStatements,
+  sessionUnlockStatements,
+  timedLockStatement,
+} from './lock-statements.ts';
+import { abortedError, describeKeys, queryFailed } from './messages.ts';
+import { runCancellable } from './run-cancellable.ts';
+import { SqlState, sqlStateOf } from './sql-state.ts';
+import { statementText } from './statement.ts';
+import { truthy } from './row-cell.ts';
+
+/** One acquisition: where, what, until when, and how a wait is interrupted. */
+export interface Acquisition {
+  readonly connection: PortConnection;
+  readonly request: LockRequest;
+  readonly scope: LockScope;
+  /** `performance.now()` by which every key must be held; `undefined`: no limit (or a try). */
+  readonly deadline: number | undefined;
+  /**
+   * True when pglock opened the transaction (or savepoint) for this lock and ends it if the
+   * acquisition fails: a failed multi-key try then needs no savepoint of its own.
+   */
+  readonly ownsTransaction: boolean;
+  /** Interrupts the running wait (given only with a signal). */
+  readonly cancel: (() => Promise<void>) | undefined;
+  /** The function the user called, for messages. */
+  readonly verb: string;
+  readonly trace: Trace;
+}
+
+const savepoint = statementText('SAVEPOINT pglock_try').bind([]);
+const rollbackToSavepoint = statementText('ROLLBACK TO SAVEPOINT pglock_try').bind([]);
+const releaseSavepoint = statementText('RELEASE SAVEPOINT pglock_try').bind([]);
+
+/**
+ * Takes every key of the request on the connection, all or none. Resolves `true` when held, `false`
+ * when a try found a key taken or the budget ran out (nothing of this call is then held, except
+ * transaction-scoped locks in a transaction pglock owns and is about to roll back). Rejects with
+ * `LockAbortedError`, `LockDeadlockError` or `LockQueryError` (the driver error as `cause`).
+ *
+ * After a session-scope rejection whose cause has no SQLSTATE the connection itself failed: the
+ * caller must send it nothing more.
+ */
+export async function acquire(a: Acquisition): Promise<boolean> {
+  a.trace.requested();
+  let held: boolean;
+  try {
+    held = a.request.timeoutMs === 0 ? await attempt(a) : await wait(a);
+  } catch (error) {
+    a.trace.notAcquired(
+      LockAbortedError.is(error) ? 'aborted' : LockDeadlockError.is(error) ? 'deadlock' : 'error',
+      error,
+    );
+    throw error;
+  }
+  if (held) a.trace.acquired();
+  else a.trace.notAcquired(a.request.timeoutMs === 0 ? 'busy' : 'timeout');
+  return held;
+}
+
+/** Milliseconds left of the budget (at least 1 while any is left), or 0 when it is spent. */
+export function budgetLeft(deadline: number): number {
+  const left = Math.ceil(deadline - performance.now());
+  return left > 0 ? left : 0;
+}
+
+async function wait(a: Acquisition): Promise<boolean> {
+  const { request, connection, scope, deadline } = a;
+  const spaces = request.keys.length === 1 ? [request.keys] : keysBySpace(request.keys);
+  for (const keys of spaces) {
+    let stmt: ReturnType<typeof timedLockStatement>;
+    if (deadline === undefined) {
+      stmt = lockStatements(keys, scope, request.shared, 'wait')[0] as ReturnType<typeof timedLockStatement>;
+    } else {
+      const left = budgetLeft(deadline);
+      if (left === 0) {
+        await cleanUp(a);
+        return false;
+      }
+      stmt = timedLockStatement(keys, scope, request.shared, left);
+    }
+    const outcome =
+      a.cancel === undefined
+        ? await plain(connection, stmt)
+        : await runCancellable(connection, stmt, request.signal, a.cancel);
+    if (outcome.ok && !outcome.aborted) continue;
+    const failure = outcome.ok ? undefined : outcome.error;
+    if (failure !== undefined && scope === 'session' && sqlStateOf(failure) === undefined) {
+      // The connection itself failed: nothing more may be written to it.
+      throw connectionFailed(a, failure, outcome.aborted);
+    }
+    try {
+      await cleanUp(a);
+    } catch (error) {
+      throw queryFailed(request, a.verb, 'releasing', error);
+    }
+    if (outcome.aborted) {
+      const held = outcome.ok && scope === 'transaction' && !a.ownsTransaction;
+      throw abortedError(request, a.verb, request.signal?.reason, failure, held);
+    }
+    const state = sqlStateOf(failure);
+    if (state === SqlState.lockNotAvailable) return false;
+    if (state === SqlState.deadlockDetected) {
+      throw new LockDeadlockError(
+        `${a.verb}: PostgreSQL detected a deadlock while waiting for the ${describeKeys(request)}; another session holds a lock this one waits for and waits for one this one holds. Take nested locks in one order, or pass all keys to one call.`,
+        { keys: request.keys, cause: failure },
+      );
+    }
+    throw queryFailed(request, a.verb, 'locking', failure);
+  }
+  return true;
+}
+
+async function plain(
+  connection: PortConnection,
+  stmt: ReturnType<typeof timedLockStatement>,
+): Promise<{ ok: true; rows: readonly Row[]; aborted: false } | { ok: false; error: unknown; aborted: false }> {
+  try {
+    return { ok: true, rows: await connection.query(stmt), aborted: false };
+  } catch (error) {
+    return { ok: false, error, aborted: false };
+  }
+}
+
+async function attempt(a: Acquisition): Promise<boolean> {
+  const { request, connection } = a;
+  // Transaction-scoped locks cannot be released one by one, so a partly failed multi-key try inside
+  // the caller's transaction is undone with a savepoint; in a transaction of ours the rollback does it.
+  const needsSavepoint = a.scope === 'transaction' && !a.ownsTransaction && request.keys.length > 1;
+  try {
+    if (needsSavepoint) await connection.query(savepoint);
+    let held = true;
+    for (const stmt of lockStatements(request.keys, a.scope, request.shared, 'try')) {
+      const rows = await connection.query(stmt);
+      if (rows.some((row) => !truthy(row, 'ok'))) {
+        held = false;
+        break;
+      }
+    }
+    if (!held) {
+      if (needsSavepoint) await connection.query(rollbackToSavepoint);
+      await cleanUp(a);
+    }
+    if (needsSavepoint) await connection.query(releaseSavepoint);
+    return held;
+  } catch (error) {
+    if (AdvisoryLockError.is(error)) throw error;
+    if (a.scope === 'session' && sqlStateOf(error) === undefined) throw connectionFailed(a, error, false);
+    throw queryFailed(request, a.verb, 'locking', error);
+  }
+}
+
+/** Session locks taken part-way are released again (only those this backend holds, per `pg_locks`). */
+async function cleanUp(a: Acquisition): Promise<void> {
+  if (a.scope !== 'session') return;
+  for (const stmt of sessionUnlockStatements(a.request.keys, a.request.shared)) await a.connection.query(stmt);
+}
+
+/** A session-lock connection that failed mid-acquisition; `connectionFailed` tells the caller not to reuse it. */
+function connectionFailed(a: Acquisition, cause: unknown, aborted: boolean): AdvisoryLockError {
+  const error = aborted
+    ? abortedError(a.request, a.verb, a.request.signal?.reason, cause)
+    : queryFailed(a.request, a.verb, 'waiting for', cause);
+  Object.defineProperty(error, connectionFailedMark, { value: true });
+  return error;
+}
+
+const connectionFailedMark = Symbol('pglock.connectionFailed');
+
+/** True for an acquisition error after which the session connection must get no more statements. */
+export function isConnectionFailure(error: unknown): boolean {
+  return typeof error === 'object' && error !== null && connectionFailedMark in error;
+}
+

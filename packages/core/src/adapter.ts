@@ -1,0 +1,46 @@
+/**
+ * pglock for adapter authors: the {@link LockPort} an adapter implements, and the factory that
+ * builds every verb from it. Apps never need this entry; they import `@pglock/core` (or an adapter).
+ *
+ * @module @pglock/core/adapter
+ */
+
+export { onAbort } from './abort-listeners.ts';
+export {
+  type AdvisoryLocks,
+  type AdvisoryLocksOptions,
+  createAdvisoryLocks,
+  lockVerbs,
+  type SessionAdvisoryLocks,
+} from './create-advisory-locks.ts';
+export { LockTrace, startTrace, type Trace } from './diagnostics.ts';
+export { inspectLocks, inspectLocksStatement, isLocked, lockTag, type QueryRunner } from './inspect-locks.ts';
+export type {
+  Cancellation,
+  ControlConnection,
+  LockPort,
+  PinnedConnection,
+  PortConnection,
+  Row,
+  TransactionRequest,
+} from './lock-port.ts';
+export { checkDuration, type LockRequest, lockRequest, MAX_DURATION_MS } from './lock-options.ts';
+export {
+  backendPidStatement,
+  lockStatements,
+  releaseStatements,
+  sessionUnlockStatements,
+  timedLockStatement,
+} from './lock-statements.ts';
+export { describeKeys } from './messages.ts';
+export { cell } from './row-cell.ts';
+export { within } from './run-cancellable.ts';
+export { type CancelKey, sendCancelRequest } from './send-cancel-request.ts';
+export { SqlState, sqlStateOf } from './sql-state.ts';
+export { type Statement, type StatementText, statement, statementText } from './statement.ts';
+export {
+  beginText,
+  type CheckedTransactionSettings,
+  checkTransactionSettings,
+  type TransactionSettingName,
+} from './transaction-settings.ts';

@@ -1,0 +1,144 @@
+import { InvalidLockOptionsError } from './errors.ts';
+import { type AdvisoryLockInfo, inspectLocks, isLocked } from './inspect-locks.ts';
+import { type LockKeyInput, lockKey } from './lock-key.ts';
+import type { LockPort } from './lock-port.ts';
+import { checkDuration, type LockOptions, type LockTarget, lockRequest } from './lock-options.ts';
+import { runWithSessionLock, type SessionLock, type SessionLockOptions, takeSessionLock } from './session-lock.ts';
+import { lockInTransaction, runLocked, type TryResult, type WithLockOptions } from './transaction-lock.ts';
+import { checkTransactionSettings, type TransactionSettings } from './transaction-settings.ts';
+
+/**
+ * Defaults of one factory: every verb's options (per-call options win; a try function tries once
+ * unless the call itself sets `timeoutMs`), the transaction settings of `withLock`, and the
+ * heartbeat of session locks.
+ *
+ * @example
+ * ```ts
+ * import type { AdvisoryLocksOptions } from '@pglock/core';
+ *
+ * const defaults: AdvisoryLocksOptions = { namespace: 'billing', timeoutMs: 5_000, heartbeatMs: 500 };
+ * ```
+ */
+export interface AdvisoryLocksOptions<S extends TransactionSettings = TransactionSettings> extends LockOptions {
+  readonly transaction?: S | undefined;
+  readonly heartbeatMs?: number | undefined;
+}
+
+/**
+ * The transaction-scoped verbs every adapter offers, bound to one database and its defaults.
+ * `Tx` is what callbacks receive; `InTx` what `lock`/`tryLock` accept (a transaction only).
+ */
+export interface AdvisoryLocks<Tx, InTx = Tx, S extends TransactionSettings = TransactionSettings> {
+  /**
+   * Runs `fn` in a new transaction whose first statement takes the lock(s); COMMIT (or ROLLBACK when
+   * `fn` throws) releases them. Inside a running callback on the same database, or given a
+   * transaction, it nests there with a savepoint. Throws `LockNotAcquiredError` when not acquired in
+   * time, `TransactionRolledBackError` when PostgreSQL would not commit the callback's work.
+   */
+  withLock<T>(target: LockTarget, fn: (tx: Tx) => Promise<T>, options?: WithLockOptions<S>): Promise<T>;
+  /** Like `withLock`, but resolves `{ acquired: false }` when the lock is taken (tries once unless `timeoutMs`). */
+  tryWithLock<T>(target: LockTarget, fn: (tx: Tx) => Promise<T>, options?: WithLockOptions<S>): Promise<TryResult<T>>;
+  /** Takes the lock(s) inside a transaction you opened; held until it ends. */
+  lock(tx: InTx, target: LockTarget, options?: LockOptions): Promise<void>;
+  /** Tries the lock(s) inside a transaction you opened: `true` when held until it ends. */
+  tryLock(tx: InTx, target: LockTarget, options?: LockOptions): Promise<boolean>;
+  /** True when any session holds `key` (a snapshot, for dashboards and tests). */
+  isLocked(key: LockKeyInput, options?: Pick<LockOptions, 'namespace'>): Promise<boolean>;
+  /** Every advisory lock in the current database, holders and waiters. */
+  inspectLocks(): Promise<AdvisoryLockInfo[]>;
+}
+
+/** The session-lock verbs of adapters that can pin a connection. */
+export interface SessionAdvisoryLocks {
+  /** Takes a session lock on a dedicated connection; throws `LockNotAcquiredError` when not acquired in time. */
+  acquireSessionLock(target: LockTarget, options?: SessionLockOptions): Promise<SessionLock>;
+  /** Like `acquireSessionLock`, resolving `undefined` when taken (tries once unless `timeoutMs`). */
+  tryAcquireSessionLock(target: LockTarget, options?: SessionLockOptions): Promise<SessionLock | undefined>;
+  /** Runs `fn(signal)` under a session lock and releases it after; `signal` aborts when the lock is lost. */
+  withSessionLock<T>(target: LockTarget, fn: (signal: AbortSignal) => Promise<T>, options?: SessionLockOptions): Promise<T>;
+}
+
+/**
+ * Builds every verb of an adapter from its {@link LockPort}, bound to `db` and `defaults`. Defaults
+ * are validated here, so a factory with a bad default fails where it is made.
+ *
+ * @example
+ * ```ts
+ * import { createAdvisoryLocks } from '@pglock/core/adapter';
+ *
+ * export function advisoryLocks(db: MyDb, defaults?: AdvisoryLocksOptions) {
+ *   return createAdvisoryLocks(myPort, db, defaults);
+ * }
+ * ```
+ */
+export function createAdvisoryLocks<Db, Tx, InTx = Tx, S extends TransactionSettings = TransactionSettings>(
+  port: LockPort<Db, Tx>,
+  db: Db,
+  defaults: AdvisoryLocksOptions<S> = {},
+): AdvisoryLocks<Tx, InTx, S> & SessionAdvisoryLocks {
+  if (typeof defaults !== 'object' || defaults === null) {
+    throw new InvalidLockOptionsError('advisoryLocks: defaults must be an object of options.');
+  }
+  if (db === null || (typeof db !== 'object' && typeof db !== 'function')) {
+    throw new InvalidLockOptionsError(`advisoryLocks: ${port.name} needs a database handle (got ${String(db)}).`);
+  }
+  // Validate every default once, here, with a representative call.
+  lockRequest('pglock', defaults, undefined, 'advisoryLocks');
+  checkTransactionSettings(defaults.transaction, port.transactionSettings, 'advisoryLocks');
+  if (defaults.heartbeatMs !== undefined) checkDuration(defaults.heartbeatMs, 'heartbeatMs', 'advisoryLocks', 10);
+  const { heartbeatMs, ...withLockDefaults } = defaults;
+  const { transaction: _settings, ...lockDefaults } = withLockDefaults;
+  const scope = { port, db, defaults: withLockDefaults as WithLockOptions };
+  const lockScope = { port, db, defaults: lockDefaults as WithLockOptions };
+  const sessionScope = { port: port as LockPort<Db, unknown>, db, defaults: { ...lockDefaults, heartbeatMs } };
+  const query = (s: Parameters<LockPort<Db, Tx>['query']>[1]) => port.query(db, s);
+  return {
+    withLock: (target, fn, options) => runLocked(scope, target, fn, options, false, 'withLock') as Promise<never>,
+    tryWithLock: (target, fn, options) => runLocked(scope, target, fn, options, true, 'tryWithLock') as Promise<never>,
+    lock: async (tx, target, options) => {
+      await lockInTransaction(lockScope, tx, target, options, false, 'lock');
+    },
+    tryLock: (tx, target, options) => lockInTransaction(lockScope, tx, target, options, true, 'tryLock'),
+    isLocked: (key, options) =>
+      isLocked(query, lockKey(key, { namespace: options?.namespace ?? lockDefaults.namespace })),
+    inspectLocks: () => inspectLocks(query),
+    acquireSessionLock: (target, options) =>
+      takeSessionLock(sessionScope, target, options, false, 'acquireSessionLock') as Promise<SessionLock>,
+    tryAcquireSessionLock: (target, options) =>
+      takeSessionLock(sessionScope, target, options, true, 'tryAcquireSessionLock'),
+    withSessionLock: async (target, fn, options) => {
+      if (typeof fn !== 'function') throw new InvalidLockOptionsError('withSessionLock: the callback must be a function.');
+      const handle = (await takeSessionLock(sessionScope, target, options, false, 'withSessionLock')) as SessionLock;
+      return runWithSessionLock(handle, fn);
+    },
+  };
+}
+
+/**
+ * The same verbs as plain functions taking the database first (`withLock(db, …)`), for an adapter's
+ * one-line exports. A database's default factory is made once and kept with it.
+ *
+ * @example
+ * ```ts
+ * import { lockVerbs } from '@pglock/core/adapter';
+ *
+ * const verbs = lockVerbs(myPort);
+ * export const withLock = <T>(db: MyDb, target: LockTarget, fn: (tx: MyTx) => Promise<T>) => verbs(db).withLock(target, fn);
+ * ```
+ */
+export function lockVerbs<Db, Tx, InTx = Tx, S extends TransactionSettings = TransactionSettings>(
+  port: LockPort<Db, Tx>,
+): (db: Db) => AdvisoryLocks<Tx, InTx, S> & SessionAdvisoryLocks {
+  const made = new WeakMap<object, AdvisoryLocks<Tx, InTx, S> & SessionAdvisoryLocks>();
+  return (db) => {
+    if (db === null || (typeof db !== 'object' && typeof db !== 'function')) {
+      return createAdvisoryLocks<Db, Tx, InTx, S>(port, db);
+    }
+    let locks = made.get(db as object);
+    if (locks === undefined) {
+      locks = createAdvisoryLocks<Db, Tx, InTx, S>(port, db);
+      made.set(db as object, locks);
+    }
+    return locks;
+  };
+}

@@ -1,0 +1,343 @@
+import { acquire, budgetLeft } from './acquire.ts';
+import { assertCancellable, cancellerFor } from './cancel-wait.ts';
+import { startTrace } from './diagnostics.ts';
+import { InvalidLockOptionsError, LockUsageError, TransactionRolledBackError } from './errors.ts';
+import type { LockPort, PortConnection } from './lock-port.ts';
+import type { LockOptions, LockRequest, LockTarget } from './lock-options.ts';
+import { lockRequest } from './lock-options.ts';
+import { abortedError, describeKeys, notAcquiredError } from './messages.ts';
+import { contextFor, contextOfTransaction, type LockContext, runInContext } from './nesting.ts';
+import { SqlState, sqlStateOf } from './sql-state.ts';
+import { type Statement, statementText } from './statement.ts';
+import {
+  type CheckedTransactionSettings,
+  checkTransactionSettings,
+  NO_TRANSACTION_SETTINGS,
+  type TransactionSettings,
+} from './transaction-settings.ts';
+import { enterQueue } from './wait-queue.ts';
+
+/** Result of a try: the callback's value when the lock was taken. */
+export type TryResult<T> = { readonly acquired: true; readonly value: T } | { readonly acquired: false };
+
+/**
+ * Options of `withLock` and `tryWithLock`: core's, plus the settings of the transaction it opens.
+ *
+ * @example
+ * ```ts
+ * import type { WithLockOptions } from '@pglock/core';
+ *
+ * const options: WithLockOptions = { timeoutMs: 1_000, transaction: { isolationLevel: 'serializable' } };
+ * ```
+ */
+export interface WithLockOptions<S extends TransactionSettings = TransactionSettings> extends LockOptions {
+  /** How the transaction is opened. Refused when the call nests in a running transaction. */
+  readonly transaction?: S | undefined;
+}
+
+/** What the transaction verbs of one factory share. */
+export interface VerbScope<Db, Tx> {
+  readonly port: LockPort<Db, Tx>;
+  readonly db: Db;
+  readonly defaults: WithLockOptions;
+}
+
+const tryDefaultsCache = new WeakMap<object, WithLockOptions>();
+
+/** The factory defaults for a try function: a try tries once unless the call itself sets `timeoutMs`. */
+function tryDefaults(defaults: WithLockOptions): WithLockOptions {
+  let cached = tryDefaultsCache.get(defaults);
+  if (cached === undefined) {
+    cached = { ...defaults, timeoutMs: 0 };
+    tryDefaultsCache.set(defaults, cached);
+  }
+  return cached;
+}
+
+function requestFor(
+  target: LockTarget,
+  options: LockOptions | undefined,
+  defaults: LockOptions,
+  attempt: boolean,
+  verb: string,
+): LockRequest {
+  return lockRequest(target, options, attempt ? tryDefaults(defaults) : defaults, verb);
+}
+
+function settingsFor<Db, Tx>(
+  scope: VerbScope<Db, Tx>,
+  options: WithLockOptions | undefined,
+  verb: string,
+): CheckedTransactionSettings {
+  const given = options?.transaction;
+  const fallback = scope.defaults.transaction;
+  if (given === undefined && fallback === undefined) return NO_TRANSACTION_SETTINGS;
+  const merged =
+    given === undefined || fallback === undefined
+      ? (given ?? fallback)
+      : { ...fallback, ...Object.fromEntries(Object.entries(given).filter(([, v]) => v !== undefined)) };
+  return checkTransactionSettings(merged, scope.port.transactionSettings, verb);
+}
+
+// Private: thrown from the transaction body so the ORM rolls back a try that found the lock taken.
+class NotTaken {
+  constructor(readonly error: Error) {}
+}
+
+const failedCheck = statementText('SELECT 1 AS ok').bind([]);
+
+/**
+ * `withLock` / `tryWithLock`: `fn` runs in a transaction whose first statement takes the lock.
+ * Inside a running callback on the same database, or given a handle that is already a transaction,
+ * the lock is taken on that transaction's connection inside a savepoint instead.
+ */
+export async function runLocked<Db, Tx, T>(
+  scope: VerbScope<Db, Tx>,
+  target: LockTarget,
+  fn: (tx: Tx) => Promise<T>,
+  options: WithLockOptions | undefined,
+  attempt: boolean,
+  verb: string,
+): Promise<T | TryResult<T>> {
+  if (typeof fn !== 'function') throw new InvalidLockOptionsError(`${verb}: the callback must be a function.`);
+  const { port, db } = scope;
+  const settings = settingsFor(scope, options, verb);
+  let request = requestFor(target, options, scope.defaults, attempt, verb);
+  const nestIn = contextFor(db) ?? outerTransaction(port, db);
+  if (request.timeoutMs === undefined && port.defaultTimeoutMs !== undefined && nestIn === undefined) {
+    const fallback = port.defaultTimeoutMs('withLock', settings);
+    if (fallback !== undefined) request = { ...request, timeoutMs: fallback };
+  }
+  assertCancellable(port, db, request, verb);
+  if (request.signal?.aborted) throw abortedError(request, verb, request.signal.reason);
+  if (nestIn !== undefined) {
+    if (settings !== NO_TRANSACTION_SETTINGS) {
+      throw new InvalidLockOptionsError(
+        `${verb}: transaction settings apply to a new transaction, but this call runs inside one (it nests with a savepoint there). Drop the transaction option, or call ${verb} outside the running transaction.`,
+      );
+    }
+    return nested(scope, nestIn, request, fn as (tx: unknown) => Promise<T>, attempt, verb);
+  }
+  return ownTransaction(scope, request, settings, fn, attempt, verb);
+}
+
+/** `db` itself is a transaction (or a connection inside one) the caller opened. */
+function outerTransaction<Db, Tx>(port: LockPort<Db, Tx>, db: Db): LockContext | undefined {
+  const connection = port.connectionOf(db);
+  if (connection === undefined) return undefined;
+  return { root: db as object, tx: db, connection, depth: 0, parent: undefined, busy: false };
+}
+
+async function ownTransaction<Db, Tx, T>(
+  scope: VerbScope<Db, Tx>,
+  request: LockRequest,
+  settings: CheckedTransactionSettings,
+  fn: (tx: Tx) => Promise<T>,
+  attempt: boolean,
+  verb: string,
+): Promise<T | TryResult<T>> {
+  const { port, db } = scope;
+  const deadline =
+    request.timeoutMs === undefined || request.timeoutMs === 0 ? undefined : performance.now() + request.timeoutMs;
+  let leaveQueue: (() => void) | undefined;
+  if (request.timeoutMs !== 0) {
+    const entered = enterQueue(db as object, request.keys, request.shared, deadline, request.signal);
+    const turn = typeof entered === 'function' ? entered : await entered;
+    if (turn === 'timeout') {
+      if (attempt) return { acquired: false };
+      throw notAcquiredError(request, verb);
+    }
+    if (turn === 'aborted') throw abortedError(request, verb, request.signal?.reason);
+    leaveQueue = turn;
+  }
+  const trace = startTrace(request, 'transaction');
+  let acquired = false;
+  try {
+    const value = await port.transaction(
+      db,
+      { settings, waitMs: deadline === undefined ? request.timeoutMs : budgetLeft(deadline) },
+      async (tx, connection) => {
+        try {
+          const cancel = await cancellerFor(port, db, connection, request);
+          acquired = await acquire({
+            connection,
+            request,
+            scope: 'transaction',
+            deadline,
+            ownsTransaction: true,
+            cancel,
+            verb,
+            trace,
+          });
+        } finally {
+          // The server wait is over: the next caller of this process may start its own.
+          leaveQueue?.();
+          leaveQueue = undefined;
+        }
+        if (!acquired) throw new NotTaken(notAcquiredError(request, verb));
+        const context: LockContext = { root: db as object, tx, connection, depth: 1, parent: undefined, busy: false };
+        const result = await runInContext(context, () => fn(tx));
+        await assertNotFailed(port, connection, request, verb, false);
+        return result;
+      },
+    );
+    return attempt ? { acquired: true, value } : value;
+  } catch (error) {
+    if (error instanceof NotTaken) {
+      if (attempt) return { acquired: false };
+      throw error.error;
+    }
+    throw error;
+  } finally {
+    leaveQueue?.();
+    if (acquired) trace.released();
+  }
+}
+
+/**
+ * The transaction has failed in PostgreSQL (a statement in it failed and the callback caught the
+ * error): its COMMIT would be a ROLLBACK. Say so rather than resolve as if the work was written.
+ */
+async function assertNotFailed<Db, Tx>(
+  port: LockPort<Db, Tx>,
+  connection: PortConnection,
+  request: LockRequest,
+  verb: string,
+  savepoint: boolean,
+): Promise<void> {
+  const status = connection.transactionStatus?.();
+  if (status === 'transaction' || status === 'idle') return;
+  let cause: unknown;
+  if (status === undefined) {
+    if (port.reportsFailedCommit && !savepoint) return;
+    try {
+      await connection.query(failedCheck);
+      return;
+    } catch (error) {
+      if (sqlStateOf(error) !== SqlState.inFailedTransaction) throw error;
+      cause = error;
+    }
+  }
+  const what = savepoint ? 'rolled back to its savepoint' : 'rolled back';
+  throw new TransactionRolledBackError(
+    `${verb}: the callback under the ${describeKeys(request)} resolved, but a statement in its transaction had failed, so PostgreSQL would not commit it: the transaction was ${what} and nothing it wrote was saved. Let the statement's error leave the callback, or wrap the statement that may fail in a nested ${verb} (a savepoint).`,
+    { keys: request.keys, cause },
+  );
+}
+
+const savepoints: Statement[][] = [];
+
+/** `SAVEPOINT`, `RELEASE` and `ROLLBACK TO` for nesting depth `depth` (fixed names, built once). */
+function savepointStatements(depth: number): Statement[] {
+  let statements = savepoints[depth];
+  if (statements === undefined) {
+    const name = `pglock_nested_${depth}`;
+    statements = [
+      statementText(`SAVEPOINT ${name}`).bind([]),
+      statementText(`RELEASE SAVEPOINT ${name}`).bind([]),
+      statementText(`ROLLBACK TO SAVEPOINT ${name}`).bind([]),
+    ];
+    savepoints[depth] = statements;
+  }
+  return statements;
+}
+
+async function nested<Db, Tx, T>(
+  scope: VerbScope<Db, Tx>,
+  outer: LockContext,
+  request: LockRequest,
+  fn: (tx: unknown) => Promise<T>,
+  attempt: boolean,
+  verb: string,
+): Promise<T | TryResult<T>> {
+  if (outer.busy) {
+    throw new LockUsageError(
+      `${verb}: another pglock call is already running on this transaction; nested calls on one transaction run one at a time. Await it before starting the next, or run independent work outside the callback.`,
+      { keys: request.keys },
+    );
+  }
+  const { connection } = outer;
+  const depth = outer.depth + 1;
+  const [open, release, rollback] = savepointStatements(depth) as [Statement, Statement, Statement];
+  const deadline =
+    request.timeoutMs === undefined || request.timeoutMs === 0 ? undefined : performance.now() + request.timeoutMs;
+  const trace = startTrace(request, 'transaction');
+  outer.busy = true;
+  let acquired = false;
+  try {
+    await connection.query(open);
+    try {
+      const cancel = await cancellerFor(scope.port, scope.db, connection, request);
+      acquired = await acquire({ connection, request, scope: 'transaction', deadline, ownsTransaction: true, cancel, verb, trace });
+    } catch (error) {
+      await connection.query(rollback).catch(() => undefined);
+      await connection.query(release).catch(() => undefined);
+      throw error;
+    }
+    if (!acquired) {
+      await connection.query(rollback);
+      await connection.query(release);
+      if (attempt) return { acquired: false };
+      throw notAcquiredError(request, verb);
+    }
+    const context: LockContext = { root: outer.root, tx: outer.tx, connection, depth, parent: outer, busy: false };
+    let value: T;
+    try {
+      value = await runInContext(context, () => fn(outer.tx));
+      await assertNotFailed(scope.port, connection, request, verb, true);
+    } catch (error) {
+      await connection.query(rollback).catch(() => undefined);
+      await connection.query(release).catch(() => undefined);
+      throw error;
+    }
+    await connection.query(release);
+    return attempt ? { acquired: true, value } : value;
+  } finally {
+    outer.busy = false;
+    // A nested lock lives until the outer transaction ends; pglock does not see that end.
+    if (acquired) trace.released();
+  }
+}
+
+/** `lock` / `tryLock`: inside a transaction the caller opened (or a pglock callback's). */
+export async function lockInTransaction<Db, Tx>(
+  scope: VerbScope<Db, Tx>,
+  tx: unknown,
+  target: LockTarget,
+  options: LockOptions | undefined,
+  attempt: boolean,
+  verb: string,
+): Promise<boolean> {
+  const { port, db } = scope;
+  const { transaction: _settings, ...lockDefaults } = scope.defaults;
+  let request = requestFor(target, options, lockDefaults, attempt, verb);
+  const connection = contextOfTransaction(tx)?.connection ?? port.connectionOf(tx);
+  if (connection === undefined) {
+    throw new LockUsageError(
+      `${verb}(tx, …) needs a transaction: outside one, a transaction-scoped lock is released as soon as its statement ends. ` +
+        `Call it with the transaction your callback got, or use withLock to open one.`,
+      { keys: request.keys },
+    );
+  }
+  if (request.timeoutMs === undefined && port.defaultTimeoutMs !== undefined) {
+    const fallback = port.defaultTimeoutMs('lock', NO_TRANSACTION_SETTINGS);
+    if (fallback !== undefined) request = { ...request, timeoutMs: fallback };
+  }
+  assertCancellable(port, db, request, verb);
+  if (request.signal?.aborted) throw abortedError(request, verb, request.signal.reason);
+  const deadline =
+    request.timeoutMs === undefined || request.timeoutMs === 0 ? undefined : performance.now() + request.timeoutMs;
+  const cancel = await cancellerFor(port, db, connection, request);
+  const held = await acquire({
+    connection,
+    request,
+    scope: 'transaction',
+    deadline,
+    ownsTransaction: false,
+    cancel,
+    verb,
+    trace: startTrace(request, 'transaction'),
+  });
+  if (!held && !attempt) throw notAcquiredError(request, verb);
+  return held;
+}
