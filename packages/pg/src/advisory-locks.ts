@@ -1,46 +1,49 @@
-import {
-  type AdvisoryLockInfo,
-  type LockKeyInput,
-  type LockTarget,
-  type TryResult,
-  withDefaults,
+import type {
+  AdvisoryLockInfo,
+  AdvisoryLocks,
+  AdvisoryLocksOptions,
+  LockKeyInput,
+  LockOptions,
+  LockTarget,
+  SessionAdvisoryLocks,
+  SessionLock,
+  SessionLockOptions,
+  TransactionSettings,
+  TryResult,
+  WithLockOptions,
 } from '@pglock/core';
-import type { ClientOf, PgClientLike, PgQueryable } from './pg-types.ts';
-import {
-  inspectLocks,
-  isLocked,
-  lock,
-  type PgLockOptions,
-  tryLock,
-  tryWithLock,
-  withLock,
-} from './with-lock.ts';
+import { createAdvisoryLocks, lockVerbs } from '@pglock/core/adapter';
+import { pgPort } from './pg-port.ts';
+import type { ClientOf, PgClientLike, PgPoolLike, PgQueryable, PgTransactionClient } from './pg-types.ts';
 
-/** The adapter's functions bound to one pool (or client) and default options. */
-export interface PgAdvisoryLocks<C extends PgClientLike = PgClientLike> {
-  withLock<T>(target: LockTarget, fn: (client: C) => Promise<T>, options?: PgLockOptions): Promise<T>;
-  tryWithLock<T>(
-    target: LockTarget,
-    fn: (client: C) => Promise<T>,
-    options?: PgLockOptions,
-  ): Promise<TryResult<T>>;
-  lock(client: PgClientLike, target: LockTarget, options?: PgLockOptions): Promise<void>;
-  tryLock(client: PgClientLike, target: LockTarget, options?: PgLockOptions): Promise<boolean>;
-  isLocked(key: LockKeyInput): Promise<boolean>;
-  inspectLocks(): Promise<AdvisoryLockInfo[]>;
-}
+/** The transaction settings node-postgres's `BEGIN` takes. */
+export type PgTransactionSettings = Pick<TransactionSettings, 'isolationLevel' | 'accessMode' | 'deferrable'>;
+
+/** Options of `withLock` / `tryWithLock` on node-postgres. */
+export type PgWithLockOptions = WithLockOptions<PgTransactionSettings>;
+
+/** The verbs bound to one pool (session locks included) or one client. */
+export type PgAdvisoryLocks<C extends PgClientLike = PgClientLike> = AdvisoryLocks<
+  C,
+  PgTransactionClient,
+  PgTransactionSettings
+> &
+  SessionAdvisoryLocks;
+
+const verbs = lockVerbs<PgQueryable, PgClientLike, PgTransactionClient, PgTransactionSettings>(pgPort);
 
 /**
- * Binds the adapter to a `pg.Pool` (or one `pg.Client`) and default options. Per-call options
- * override the defaults; `tryWithLock` and `tryLock` try once unless the call itself sets
- * `timeoutMs`.
+ * Binds every verb to a `pg.Pool` (or one `pg.Client`) and default options. Per-call options
+ * override the defaults; `tryWithLock`, `tryLock` and `tryAcquireSessionLock` try once unless the
+ * call itself sets `timeoutMs`. The callback receives the `pg.PoolClient` running the transaction.
  *
  * @example
  * ```ts
  * import pg from 'pg';
  * import { advisoryLocks } from '@pglock/pg';
  *
- * const locks = advisoryLocks(new pg.Pool(), { namespace: 'billing', timeoutMs: 5_000 });
+ * const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL });
+ * const locks = advisoryLocks(pool, { namespace: 'billing', timeoutMs: 5_000 });
  * await locks.withLock(`account:${id}`, async (client) => {
  *   await client.query('UPDATE accounts SET balance = balance - $1 WHERE id = $2', [amount, id]);
  * });
@@ -48,17 +51,175 @@ export interface PgAdvisoryLocks<C extends PgClientLike = PgClientLike> {
  */
 export function advisoryLocks<D extends PgQueryable>(
   db: D,
-  defaults: PgLockOptions = {},
+  defaults?: AdvisoryLocksOptions<PgTransactionSettings>,
 ): PgAdvisoryLocks<ClientOf<D>> {
-  const { timeoutMs: _wait, ...tryDefaults } = defaults;
-  return {
-    withLock: (target, fn, options) =>
-      withLock(db, target, (c) => fn(c as ClientOf<D>), withDefaults(defaults, options)),
-    tryWithLock: (target, fn, options) =>
-      tryWithLock(db, target, (c) => fn(c as ClientOf<D>), withDefaults(tryDefaults, options)),
-    lock: (client, target, options) => lock(client, target, withDefaults(defaults, options)),
-    tryLock: (client, target, options) => tryLock(client, target, withDefaults(tryDefaults, options)),
-    isLocked: (key) => isLocked(db, key, { namespace: defaults.namespace }),
-    inspectLocks: () => inspectLocks(db),
-  };
+  return createAdvisoryLocks(pgPort, db, defaults) as PgAdvisoryLocks<ClientOf<D>>;
+}
+
+/**
+ * Runs `fn` in a new transaction on one pinned client whose first statement takes the lock;
+ * COMMIT (or ROLLBACK when `fn` throws) releases it. Given a client inside a transaction, or called
+ * inside a running callback on the same pool, it nests there with a savepoint.
+ *
+ * @example
+ * ```ts
+ * import { withLock } from '@pglock/pg';
+ *
+ * await withLock(pool, 'leaderboard', async (client) => {
+ *   await client.query('REFRESH MATERIALIZED VIEW leaderboard');
+ * });
+ * ```
+ */
+export function withLock<D extends PgQueryable, T>(
+  db: D,
+  target: LockTarget,
+  fn: (client: ClientOf<D>) => Promise<T>,
+  options?: PgWithLockOptions,
+): Promise<T> {
+  return verbs(db).withLock(target, fn as (client: PgClientLike) => Promise<T>, options);
+}
+
+/**
+ * Like {@link withLock}, but resolves `{ acquired: false }` instead of throwing when the lock is
+ * taken. `timeoutMs` defaults to 0 (one try).
+ *
+ * @example
+ * ```ts
+ * import { tryWithLock } from '@pglock/pg';
+ *
+ * const result = await tryWithLock(pool, 'nightly-job', async (client) => runJob(client));
+ * if (!result.acquired) console.log('another instance runs it');
+ * ```
+ */
+export function tryWithLock<D extends PgQueryable, T>(
+  db: D,
+  target: LockTarget,
+  fn: (client: ClientOf<D>) => Promise<T>,
+  options?: PgWithLockOptions,
+): Promise<TryResult<T>> {
+  return verbs(db).tryWithLock(target, fn as (client: PgClientLike) => Promise<T>, options);
+}
+
+/**
+ * Takes a transaction-scoped lock inside a transaction the caller opened on `client` (after your
+ * `BEGIN`); held until it ends. A pool, or a client outside a transaction, is `LockUsageError`.
+ *
+ * @example
+ * ```ts
+ * import { lock } from '@pglock/pg';
+ *
+ * const client = await pool.connect();
+ * await client.query('BEGIN');
+ * await lock(client, ['account:1', 'account:2']);
+ * await client.query('COMMIT');
+ * client.release();
+ * ```
+ */
+export function lock(client: PgTransactionClient, target: LockTarget, options?: LockOptions): Promise<void> {
+  return verbs(client).lock(client, target, options);
+}
+
+/**
+ * Tries a transaction-scoped lock inside the caller's transaction: `true` when held (until the
+ * transaction ends), `false` when taken elsewhere. `timeoutMs` defaults to 0.
+ *
+ * @example
+ * ```ts
+ * import { tryLock } from '@pglock/pg';
+ *
+ * if (await tryLock(client, 'report')) await buildReport(client);
+ * ```
+ */
+export function tryLock(client: PgTransactionClient, target: LockTarget, options?: LockOptions): Promise<boolean> {
+  return verbs(client).tryLock(client, target, options);
+}
+
+/**
+ * True when any session holds `key`: a snapshot, for dashboards and tests.
+ *
+ * @example
+ * ```ts
+ * import { isLocked } from '@pglock/pg';
+ *
+ * console.log(await isLocked(pool, 'nightly-job'));
+ * ```
+ */
+export function isLocked(db: PgQueryable, key: LockKeyInput, options?: Pick<LockOptions, 'namespace'>): Promise<boolean> {
+  return verbs(db).isLocked(key, options);
+}
+
+/**
+ * Every advisory lock in the current database with holders and waiters.
+ *
+ * @example
+ * ```ts
+ * import { inspectLocks } from '@pglock/pg';
+ *
+ * console.table(await inspectLocks(pool));
+ * ```
+ */
+export function inspectLocks(db: PgQueryable): Promise<AdvisoryLockInfo[]> {
+  return verbs(db).inspectLocks();
+}
+
+/**
+ * Takes a session lock on a dedicated connection checked out of `pool` and keeps it until
+ * `release()` (or the connection's death, reported through `signal`). Refused through a
+ * transaction-mode pooler.
+ *
+ * @example
+ * ```ts
+ * import { acquireSessionLock } from '@pglock/pg';
+ *
+ * await using leader = await acquireSessionLock(pool, 'scheduler-leader');
+ * while (!leader.signal.aborted) await runSchedulerTick();
+ * ```
+ */
+export function acquireSessionLock(pool: PgPoolLike, target: LockTarget, options?: SessionLockOptions): Promise<SessionLock> {
+  return verbs(pool).acquireSessionLock(target, options);
+}
+
+/**
+ * Like {@link acquireSessionLock}, but resolves `undefined` when the lock is taken elsewhere.
+ * `timeoutMs` defaults to 0 (one try).
+ *
+ * @example
+ * ```ts
+ * import { tryAcquireSessionLock } from '@pglock/pg';
+ *
+ * const leader = await tryAcquireSessionLock(pool, 'scheduler-leader');
+ * if (leader) startScheduling(leader.signal);
+ * ```
+ */
+export function tryAcquireSessionLock(
+  pool: PgPoolLike,
+  target: LockTarget,
+  options?: SessionLockOptions,
+): Promise<SessionLock | undefined> {
+  return verbs(pool).tryAcquireSessionLock(target, options);
+}
+
+/**
+ * Runs `fn(signal)` while holding a session lock, and releases it after; `signal` aborts with
+ * `LockLostError` if the connection dies meanwhile. `fn`'s error wins over a release failure.
+ *
+ * @example
+ * ```ts
+ * import { withSessionLock } from '@pglock/pg';
+ *
+ * await withSessionLock(pool, 'reindex', async (signal) => {
+ *   for (const table of tables) {
+ *     signal.throwIfAborted();
+ *     await reindex(table);
+ *   }
+ * });
+ * ```
+ */
+export function withSessionLock<T>(
+  pool: PgPoolLike,
+  target: LockTarget,
+  fn: (signal: AbortSignal) => Promise<T>,
+  options?: SessionLockOptions,
+): Promise<T> {
+  return verbs(pool).withSessionLock(target, fn, options);
 }

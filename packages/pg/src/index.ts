@@ -5,28 +5,27 @@
  */
 
 export * from '@pglock/core';
-export { advisoryLocks, type PgAdvisoryLocks } from './advisory-locks.ts';
-export { sendCancelRequest } from './cancel-request.ts';
+export {
+  acquireSessionLock,
+  advisoryLocks,
+  inspectLocks,
+  isLocked,
+  lock,
+  type PgAdvisoryLocks,
+  type PgTransactionSettings,
+  type PgWithLockOptions,
+  tryAcquireSessionLock,
+  tryLock,
+  tryWithLock,
+  withLock,
+  withSessionLock,
+} from './advisory-locks.ts';
 export type {
+  ClientOf,
   PgClientLike,
   PgPoolClientLike,
   PgPoolLike,
   PgQueryable,
   PgQueryResultLike,
+  PgTransactionClient,
 } from './pg-types.ts';
-export {
-  acquireSessionLock,
-  type SessionLockOptions,
-  tryAcquireSessionLock,
-  withSessionLock,
-} from './session-lock.ts';
-export type { IsolationLevel } from './transaction-driver.ts';
-export {
-  inspectLocks,
-  isLocked,
-  lock,
-  type PgLockOptions,
-  tryLock,
-  tryWithLock,
-  withLock,
-} from './with-lock.ts';

@@ -18,7 +18,18 @@ export interface PgClientLike {
   readonly secretKey?: number | null;
   readonly host?: string;
   readonly port?: number;
+  /**
+   * node-postgres's transaction status from the last ReadyForQuery: `'I'` idle, `'T'` in a
+   * transaction, `'E'` in a failed one (pg 8.16+). Tells whether a client is inside your transaction.
+   */
+  getTransactionStatus?(): string | null;
 }
+
+/**
+ * A client that runs inside a transaction: what `lock`/`tryLock` take. A `pg.Pool` does not fit (its
+ * statements each run on any connection, in autocommit, where a transaction lock ends at once).
+ */
+export type PgTransactionClient = PgClientLike & { readonly totalCount?: never };
 
 /** A client checked out of a pool; `release(error)` destroys it instead of returning it. */
 export interface PgPoolClientLike extends PgClientLike {
@@ -30,6 +41,16 @@ export interface PgPoolLike {
   connect(): Promise<PgPoolClientLike>;
   query(text: string, values?: unknown[]): Promise<PgQueryResultLike>;
   readonly totalCount: number;
+  /** The pool's settings; a control connection (cancel, pooler check) is opened with them, outside the pool. */
+  readonly options?: object;
+  /** The client class the pool creates (pg-pool keeps it), used for that control connection. */
+  readonly Client?: new (config?: object) => PgStandaloneClient;
+}
+
+/** A client of one's own: connected and ended by pglock (the control connection). */
+export interface PgStandaloneClient extends PgClientLike {
+  connect(): Promise<unknown>;
+  end(): Promise<void>;
 }
 
 /** What the transaction-scoped functions accept: a pool (a client is checked out per call) or one client. */

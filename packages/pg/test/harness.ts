@@ -1,5 +1,4 @@
-import type { AdapterHarness, AdapterInstance, Sql } from '@pglock/test-kit';
-import { countingPool } from '@pglock/test-kit';
+import { countingPool, defineHarness, type Sql } from '@pglock/test-kit';
 import pg from 'pg';
 import { advisoryLocks, type PgClientLike } from '../src/index.ts';
 
@@ -7,27 +6,25 @@ const sqlOf =
   (client: PgClientLike): Sql =>
   async (text, values = []) => [...(await client.query(text, [...values])).rows];
 
-/** The conformance harness for `@pglock/pg` over a `pg.Pool`. */
-export const poolHarness: AdapterHarness = {
+const capabilities = { contention: true, multiProcess: true, abort: true, countsStatements: true, session: true };
+
+/** `@pglock/pg` over a `pg.Pool`. */
+export const poolHarness = defineHarness<PgClientLike>({
   name: 'pg (Pool)',
-  capabilities: { contention: true, multiProcess: true, abort: true, countsStatements: true },
+  capabilities,
   moduleUrl: import.meta.url,
   exportName: 'poolHarness',
-  async open(url): Promise<AdapterInstance> {
-    const { pool, count } = countingPool({ connectionString: url, max: 4 });
-    const locks = advisoryLocks(pool);
+  async open(url, { max }) {
+    const { pool, count } = countingPool({ connectionString: url, max });
     return {
-      withLock: (target, fn, options) => locks.withLock(target, (client) => fn(sqlOf(client)), options),
-      tryWithLock: (target, fn, options) => locks.tryWithLock(target, (client) => fn(sqlOf(client)), options),
+      advisoryLocks: (defaults) => advisoryLocks(pool, defaults),
+      locksOn: (client) => advisoryLocks(client),
+      sql: sqlOf,
       async transaction(fn) {
         const client = await pool.connect();
         try {
           await client.query('BEGIN');
-          const result = await fn({
-            sql: sqlOf(client),
-            lock: (target, options) => locks.lock(client, target, options),
-            tryLock: (target, options) => locks.tryLock(client, target, options),
-          });
+          const result = await fn(client);
           await client.query('COMMIT');
           return result;
         } catch (error) {
@@ -37,41 +34,36 @@ export const poolHarness: AdapterHarness = {
           client.release();
         }
       },
-      isLocked: (key, options) => advisoryLocks(pool, options).isLocked(key),
-      inspectLocks: () => locks.inspectLocks(),
       statementCount: count,
       close: () => pool.end(),
     };
   },
-};
+});
 
-/** The conformance harness for `@pglock/pg` over one `pg.Client`. */
-export const clientHarness: AdapterHarness = {
+/** `@pglock/pg` over one `pg.Client` (no session locks: they pin a pooled connection). */
+export const clientHarness = defineHarness<PgClientLike>({
   name: 'pg (Client)',
-  capabilities: { contention: true, multiProcess: true, abort: true, countsStatements: true },
+  capabilities: { ...capabilities, session: false },
   moduleUrl: import.meta.url,
   exportName: 'clientHarness',
-  async open(url): Promise<AdapterInstance> {
+  async open(url) {
     let count = 0;
     const client = new pg.Client({ connectionString: url });
+    client.on('error', () => undefined);
     await client.connect();
     const query = client.query.bind(client) as (...args: unknown[]) => unknown;
     (client as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
       count++;
       return query(...args);
     };
-    const locks = advisoryLocks(client);
     return {
-      withLock: (target, fn, options) => locks.withLock(target, (c) => fn(sqlOf(c)), options),
-      tryWithLock: (target, fn, options) => locks.tryWithLock(target, (c) => fn(sqlOf(c)), options),
+      advisoryLocks: (defaults) => advisoryLocks(client, defaults),
+      locksOn: (tx) => advisoryLocks(tx),
+      sql: sqlOf,
       async transaction(fn) {
         await client.query('BEGIN');
         try {
-          const result = await fn({
-            sql: sqlOf(client),
-            lock: (target, options) => locks.lock(client, target, options),
-            tryLock: (target, options) => locks.tryLock(client, target, options),
-          });
+          const result = await fn(client);
           await client.query('COMMIT');
           return result;
         } catch (error) {
@@ -79,10 +71,8 @@ export const clientHarness: AdapterHarness = {
           throw error;
         }
       },
-      isLocked: (key, options) => advisoryLocks(client, options).isLocked(key),
-      inspectLocks: () => locks.inspectLocks(),
       statementCount: () => count,
       close: () => client.end(),
     };
   },
-};
+});

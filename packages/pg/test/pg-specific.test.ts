@@ -21,12 +21,12 @@ describe('@pglock/pg specifics', () => {
           return (await client.query<{ transaction_isolation: string }>('SHOW transaction_isolation')).rows[0]
             ?.transaction_isolation;
         },
-        { isolationLevel: level },
+        { transaction: { isolationLevel: level } },
       );
       expect(seen).toBe(level);
     }
     const error = await withLock(pool, 'iso', async () => 1, {
-      isolationLevel: 'chaos; DROP' as IsolationLevel,
+      transaction: { isolationLevel: 'chaos; DROP' as IsolationLevel },
     }).catch((e) => e);
     expect(InvalidLockOptionsError.is(error)).toBe(true);
   });
@@ -63,7 +63,7 @@ describe('@pglock/pg specifics', () => {
         await gate;
         await client.query(`UPDATE ${table} SET n = n + 1 WHERE id = 1`);
       },
-      { isolationLevel: 'serializable' },
+      { transaction: { isolationLevel: 'serializable' } },
     );
     const b = withLock(
       pool,
@@ -72,7 +72,7 @@ describe('@pglock/pg specifics', () => {
         await client.query(`SELECT n FROM ${table} WHERE id = 1`);
         await client.query(`UPDATE ${table} SET n = n + 10 WHERE id = 1`);
       },
-      { isolationLevel: 'serializable' },
+      { transaction: { isolationLevel: 'serializable' } },
     );
     await b;
     step();

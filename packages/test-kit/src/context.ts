@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { lockKey } from '@pglock/core';
 import { afterAll, afterEach, beforeAll, inject } from 'vitest';
 import { Backdoor } from './backdoor.ts';
-import type { AdapterHarness, AdapterInstance, Capabilities } from './harness.ts';
+import type { AdapterHarness, AdapterInstance, Capabilities, OpenOptions } from './harness.ts';
 import type {} from './provided-context.ts';
 
 /** What every suite gets: the harness, a backdoor connection, and instances closed after each test. */
@@ -14,7 +14,7 @@ export interface SuiteContext {
   readonly viaPooler: boolean;
   readonly backdoor: Backdoor;
   /** Opens an adapter instance that is closed after the test. */
-  open(): Promise<AdapterInstance>;
+  open(options?: OpenOptions): Promise<AdapterInstance>;
   /** A lock name no other test uses, and its bigint key for `pg_locks` checks. */
   name(label: string): { name: string; key: bigint };
   /** A fresh table name prefix (tables are dropped after the suite). */
@@ -48,8 +48,8 @@ export function useSuiteContext(harness: AdapterHarness, adapterUrl?: string): S
       if (!backdoor) throw new Error('backdoor used outside a test');
       return backdoor;
     },
-    async open() {
-      const instance = await harness.open(url);
+    async open(options) {
+      const instance = await harness.open(url, options);
       opened.push(instance);
       return instance;
     },

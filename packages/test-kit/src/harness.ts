@@ -1,4 +1,16 @@
-import type { AdvisoryLockInfo, LockKeyInput, LockOptions, LockTarget, TryResult } from '@pglock/core';
+import type {
+  AdvisoryLockInfo,
+  AdvisoryLocks,
+  AdvisoryLocksOptions,
+  LockKeyInput,
+  LockOptions,
+  LockTarget,
+  SessionAdvisoryLocks,
+  SessionLock,
+  SessionLockOptions,
+  TryResult,
+  WithLockOptions,
+} from '@pglock/core';
 
 /** Runs SQL on the connection the adapter gave the callback (its transaction, or pinned connection). */
 export type Sql = (text: string, values?: readonly unknown[]) => Promise<Record<string, unknown>[]>;
@@ -13,6 +25,8 @@ export interface Capabilities {
   readonly abort: boolean;
   /** `statementCount()` counts statements sent to the server. */
   readonly countsStatements: boolean;
+  /** The adapter offers session locks (it can pin a connection). */
+  readonly session: boolean;
 }
 
 /** A transaction opened with the adapter's own transaction API, with the adapter's lock/tryLock bound to it. */
@@ -22,21 +36,37 @@ export interface HarnessTransaction {
   tryLock(target: LockTarget, options?: LockOptions): Promise<boolean>;
 }
 
+/** The verbs of an adapter's factory, as the kit drives them (`Tx` erased). */
+export type AnyLocks = AdvisoryLocks<unknown, never> & Partial<SessionAdvisoryLocks>;
+
 /** One "app instance": the adapter over its own pool or client. */
 export interface AdapterInstance {
-  withLock<T>(target: LockTarget, fn: (sql: Sql) => Promise<T>, options?: LockOptions): Promise<T>;
-  tryWithLock<T>(
-    target: LockTarget,
-    fn: (sql: Sql) => Promise<T>,
-    options?: LockOptions,
-  ): Promise<TryResult<T>>;
+  withLock<T>(target: LockTarget, fn: (sql: Sql) => Promise<T>, options?: WithLockOptions): Promise<T>;
+  tryWithLock<T>(target: LockTarget, fn: (sql: Sql) => Promise<T>, options?: WithLockOptions): Promise<TryResult<T>>;
   /** Opens a transaction with the ORM's own API (committed when `fn` resolves, rolled back when it throws). */
   transaction<T>(fn: (tx: HarnessTransaction) => Promise<T>): Promise<T>;
   isLocked(key: LockKeyInput, options?: Pick<LockOptions, 'namespace'>): Promise<boolean>;
   inspectLocks(): Promise<AdvisoryLockInfo[]>;
+  /** Session verbs, when the adapter has them (`capabilities.session`). */
+  acquireSessionLock(target: LockTarget, options?: SessionLockOptions): Promise<SessionLock>;
+  tryAcquireSessionLock(target: LockTarget, options?: SessionLockOptions): Promise<SessionLock | undefined>;
+  /** The adapter's own factory over this instance's database, with these defaults. */
+  advisoryLocks(defaults?: AdvisoryLocksOptions): AnyLocks;
+  /** The adapter's factory over a transaction handle (what withLock's callback got). */
+  locksOn(tx: unknown): AnyLocks;
+  /** SQL on a transaction handle. */
+  sqlOn(tx: unknown): Sql;
+  /** The raw factory verbs (callbacks get the ORM's transaction). */
+  readonly locks: AnyLocks;
   /** Statements this instance has sent to the server so far (when `countsStatements`). */
   statementCount(): number;
   close(): Promise<void>;
+}
+
+/** How an instance is opened: the pool size, for pool-exhaustion suites. */
+export interface OpenOptions {
+  /** Most connections of the instance's pool (default 4). */
+  readonly max?: number | undefined;
 }
 
 /** How the conformance suite drives one adapter (one per adapter and driver). */
@@ -50,5 +80,79 @@ export interface AdapterHarness {
    */
   readonly moduleUrl: string;
   readonly exportName: string;
-  open(url: string): Promise<AdapterInstance>;
+  open(url: string, options?: OpenOptions): Promise<AdapterInstance>;
+}
+
+/** What an adapter's harness supplies for one instance: its database and the few ORM-specific calls. */
+export interface HarnessSetup<Tx> {
+  /** The adapter's `advisoryLocks` over this instance's database, with `defaults`. */
+  advisoryLocks(defaults?: AdvisoryLocksOptions): AdvisoryLocks<Tx, never> & Partial<SessionAdvisoryLocks>;
+  /** The adapter's `advisoryLocks` over a transaction handle. */
+  locksOn(tx: Tx): AdvisoryLocks<Tx, never>;
+  /** Runs SQL on a transaction handle. */
+  sql(tx: Tx): Sql;
+  /** The ORM's own transaction API. */
+  transaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T>;
+  statementCount?(): number;
+  close(): Promise<void>;
+}
+
+/**
+ * A harness from the few lines an adapter writes: how to open its database for a URL, and the
+ * ORM-specific calls; the kit builds the rest the same way for every adapter.
+ *
+ * @example
+ * ```ts
+ * import { defineHarness } from '@pglock/test-kit';
+ *
+ * export const poolHarness = defineHarness({
+ *   name: 'pg (Pool)', capabilities, moduleUrl: import.meta.url, exportName: 'poolHarness',
+ *   async open(url, { max }) { const pool = new pg.Pool({ connectionString: url, max }); return { … }; },
+ * });
+ * ```
+ */
+export function defineHarness<Tx>(definition: {
+  readonly name: string;
+  readonly capabilities: Capabilities;
+  readonly moduleUrl: string;
+  readonly exportName: string;
+  open(url: string, options: { readonly max: number }): Promise<HarnessSetup<Tx>>;
+}): AdapterHarness {
+  return {
+    name: definition.name,
+    capabilities: definition.capabilities,
+    moduleUrl: definition.moduleUrl,
+    exportName: definition.exportName,
+    async open(url, options = {}) {
+      const setup = await definition.open(url, { max: options.max ?? 4 });
+      const locks = setup.advisoryLocks();
+      const session = (verb: 'acquireSessionLock' | 'tryAcquireSessionLock') => {
+        const fn = locks[verb];
+        if (fn === undefined) throw new Error(`${definition.name} has no ${verb}`);
+        return fn;
+      };
+      return {
+        withLock: (target, fn, options) => locks.withLock(target, (tx) => fn(setup.sql(tx)), options),
+        tryWithLock: (target, fn, options) => locks.tryWithLock(target, (tx) => fn(setup.sql(tx)), options),
+        transaction: (fn) =>
+          setup.transaction((tx) =>
+            fn({
+              sql: setup.sql(tx),
+              lock: (target, options) => locks.lock(tx as never, target, options),
+              tryLock: (target, options) => locks.tryLock(tx as never, target, options),
+            }),
+          ),
+        isLocked: (key, options) => locks.isLocked(key, options),
+        inspectLocks: () => locks.inspectLocks(),
+        acquireSessionLock: (target, options) => session('acquireSessionLock')(target, options) as Promise<SessionLock>,
+        tryAcquireSessionLock: (target, options) => session('tryAcquireSessionLock')(target, options),
+        advisoryLocks: (defaults) => setup.advisoryLocks(defaults) as AnyLocks,
+        locksOn: (tx) => setup.locksOn(tx as Tx) as AnyLocks,
+        sqlOn: (tx) => setup.sql(tx as Tx),
+        locks: locks as AnyLocks,
+        statementCount: () => setup.statementCount?.() ?? 0,
+        close: () => setup.close(),
+      };
+    },
+  };
 }

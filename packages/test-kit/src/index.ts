@@ -5,6 +5,16 @@ export { deferred, type HeldLock, holdLock, pidOf, type SuiteContext, useSuiteCo
 export { countingPool } from './counting-pool.ts';
 export { type EmbeddedServer, freePort, startEmbeddedServer } from './embedded-server.ts';
 export { type LockTestFixtures, useLockTestFixtures } from './fixtures.ts';
-export type { AdapterHarness, AdapterInstance, Capabilities, HarnessTransaction, Sql } from './harness.ts';
+export {
+  type AdapterHarness,
+  type AdapterInstance,
+  type AnyLocks,
+  type Capabilities,
+  defineHarness,
+  type HarnessSetup,
+  type HarnessTransaction,
+  type OpenOptions,
+  type Sql,
+} from './harness.ts';
 export { findPgBouncer, type PgBouncer, startPgBouncer } from './pgbouncer.ts';
 export { generatePrismaClient } from './prisma-generate.ts';

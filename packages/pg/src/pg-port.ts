@@ -1,0 +1,156 @@
+import {
+  beginText,
+  type ControlConnection,
+  type LockPort,
+  type PinnedConnection,
+  type PortConnection,
+  sendCancelRequest,
+} from '@pglock/core/adapter';
+import { LockUsageError, TransactionRolledBackError } from '@pglock/core';
+import { isPool, type PgClientLike, type PgPoolClientLike, type PgPoolLike, type PgQueryable } from './pg-types.ts';
+
+const STATUS = { I: 'idle', T: 'transaction', E: 'failed' } as const;
+
+// One connection object per client, so the hot path builds nothing per call.
+const connections = new WeakMap<PgClientLike, PortConnection>();
+
+function connectionOf(client: PgClientLike): PortConnection {
+  let connection = connections.get(client);
+  if (connection === undefined) {
+    connection = {
+      query: async (s) => (await client.query(s.text, s.values as string[])).rows,
+      transactionStatus: () => STATUS[client.getTransactionStatus?.() as keyof typeof STATUS],
+      cancel: () => sendCancelRequest(client),
+    };
+    connections.set(client, connection);
+  }
+  return connection;
+}
+
+// A lone client runs one transaction at a time; a second withLock on it would interleave.
+const busyClients = new WeakSet<PgClientLike>();
+
+function isClient(handle: unknown): handle is PgClientLike {
+  return (
+    typeof handle === 'object' &&
+    handle !== null &&
+    typeof (handle as PgClientLike).query === 'function' &&
+    !isPool(handle as PgQueryable)
+  );
+}
+
+/**
+ * pglock's port for node-postgres: a transaction is BEGIN … COMMIT on one checked-out client (or the
+ * given client); a wait is cancelled with the protocol CancelRequest, so it needs no second pooled
+ * connection; a session lock pins a checked-out client with `'error'` and `'end'` listeners from
+ * checkout to release.
+ */
+export const pgPort: LockPort<PgQueryable, PgClientLike> = {
+  name: '@pglock/pg',
+  transactionSettings: ['isolationLevel', 'accessMode', 'deferrable'],
+  connectionOf(handle) {
+    // A client busy in a withLock of ours is reached from its callback through the lock context;
+    // anywhere else it is a second, concurrent call, which transaction() refuses.
+    if (!isClient(handle) || busyClients.has(handle)) return undefined;
+    const status = handle.getTransactionStatus?.();
+    return status === 'T' || status === 'E' ? connectionOf(handle) : undefined;
+  },
+  async transaction(db, request, body) {
+    const pooled = isPool(db) ? await db.connect() : undefined;
+    const client = pooled ?? (db as PgClientLike);
+    if (!pooled) {
+      if (busyClients.has(client)) {
+        throw new LockUsageError(
+          'withLock: this pg.Client is already running a withLock transaction; pass a pg.Pool for concurrent calls, or lock inside the running callback.',
+        );
+      }
+      busyClients.add(client);
+    }
+    // pg-pool takes its idle 'error' listener off a checked-out client, so a backend terminated while
+    // the callback runs no statement would crash the process; keep the error for the next statement.
+    let lost: Error | undefined;
+    const onError = (error: Error): void => {
+      lost ??= error;
+    };
+    client.on('error', onError);
+    let broken: Error | undefined;
+    try {
+      await client.query(beginText(request.settings));
+      let result: Awaited<ReturnType<typeof body>>;
+      try {
+        result = await body(client, connectionOf(client));
+      } catch (error) {
+        await client.query('ROLLBACK').catch((rollbackError: Error) => {
+          broken = rollbackError;
+        });
+        throw error;
+      }
+      let committed: { command?: unknown };
+      try {
+        committed = (await client.query('COMMIT')) as { command?: unknown };
+      } catch (commitError) {
+        await client.query('ROLLBACK').catch((rollbackError: Error) => {
+          broken = rollbackError;
+        });
+        // "Client has encountered a connection error and is not queryable" hides why: say it.
+        throw lost ?? commitError;
+      }
+      if (committed.command === 'ROLLBACK') {
+        throw new TransactionRolledBackError(
+          'withLock: PostgreSQL answered the COMMIT with ROLLBACK (a statement in the transaction had failed): nothing the callback wrote was saved.',
+        );
+      }
+      return result;
+    } finally {
+      if (lost) broken ??= lost;
+      if (pooled) pooled.release(broken ?? false);
+      else busyClients.delete(client);
+      // Late errors of a destroyed client (its end) must not become unhandled 'error' events.
+      if (!broken || !pooled) client.removeListener('error', onError);
+    }
+  },
+  async query(db, s) {
+    return (await db.query(s.text, s.values as string[])).rows;
+  },
+  cancellation: () => 'connection',
+  async controlConnection(db): Promise<ControlConnection> {
+    if (!isPool(db) || typeof db.Client !== 'function') {
+      throw new Error('a control connection needs a pg.Pool (its settings open one outside the pool)');
+    }
+    const client = new db.Client(db.options);
+    client.on('error', () => undefined);
+    await client.connect();
+    return {
+      query: async (s) => (await client.query(s.text, s.values as string[])).rows,
+      release: () => client.end().catch(() => undefined),
+    };
+  },
+  async pin(db, onDeath): Promise<PinnedConnection> {
+    if (!isPool(db)) {
+      throw new LockUsageError(
+        'Session locks check out a dedicated connection: pass a pg.Pool (a lone pg.Client is yours, not pglock’s to pin).',
+      );
+    }
+    const client: PgPoolClientLike = await db.connect();
+    const onError = (error: Error): void => onDeath(error);
+    const onEnd = (): void => onDeath(new Error('the connection ended'));
+    client.on('error', onError);
+    client.on('end', onEnd);
+    const connection = connectionOf(client);
+    return {
+      ...connection,
+      processID: typeof client.processID === 'number' ? client.processID : undefined,
+      heartbeatOn: 'pinned',
+      release(state, cause) {
+        client.removeListener('end', onEnd);
+        if (state === 'clean') {
+          client.removeListener('error', onError);
+          client.release();
+          return;
+        }
+        // Destroyed, never handed back; its error listener stays for whatever the teardown reports.
+        client.release(cause ?? true);
+      },
+    };
+  },
+};
