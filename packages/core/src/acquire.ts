@@ -91,7 +91,7 @@ async function wait(a: Acquisition): Promise<boolean> {
         : await runCancellable(connection, stmt, request.signal, a.cancel);
     if (outcome.ok && !outcome.aborted) continue;
     const failure = outcome.ok ? undefined : outcome.error;
-    if (failure !== undefined && scope === 'session' && sqlStateOf(failure) === undefined) {
+    if (failure !== undefined && !outcome.aborted && scope === 'session' && sqlStateOf(failure) === undefined) {
       // The connection itself failed: nothing more may be written to it.
       throw connectionFailed(a, failure, outcome.aborted);
     }
