@@ -2,12 +2,13 @@ import type { UserWorkspaceConfig } from 'vitest/config';
 
 /**
  * Settings every package's vitest project shares: tests import workspace packages through the
- * `source` export condition, so they run on `src/` with no build step.
+ * `@pglock/source` export condition, so they run on `src/` with no build step. The condition's name is
+ * private to this repository: a consumer's `customConditions` never selects the `.ts` files.
  */
 export function sharedProject(name: string): UserWorkspaceConfig {
   return {
-    resolve: { conditions: ['source'] },
-    ssr: { resolve: { conditions: ['source'] } },
+    resolve: { conditions: ['@pglock/source'] },
+    ssr: { resolve: { conditions: ['@pglock/source'] } },
     test: {
       name,
       include: ['src/**/*.test.ts', 'test/**/*.test.ts'],

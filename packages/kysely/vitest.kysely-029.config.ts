@@ -9,8 +9,8 @@ if (!kyselyDir) throw new Error('PGLOCK_KYSELY_DIR must name the kysely package 
 const here = (path: string) => fileURLToPath(new URL(path, import.meta.url));
 
 export default defineConfig({
-  resolve: { conditions: ['source'], alias: [{ find: /^kysely$/, replacement: kyselyDir }] },
-  ssr: { resolve: { conditions: ['source'] } },
+  resolve: { conditions: ['@pglock/source'], alias: [{ find: /^kysely$/, replacement: kyselyDir }] },
+  ssr: { resolve: { conditions: ['@pglock/source'] } },
   test: {
     name: 'kysely-0.29',
     root: here('.'),

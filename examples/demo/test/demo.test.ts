@@ -23,7 +23,7 @@ async function demo(name: string, args: readonly string[]) {
   const out = join(dir, `${name}.html`);
   const child = spawn(
     process.execPath,
-    ['--conditions=source', '--import', 'tsx', main, '--', ...args, '--report', report, '--out', out],
+    ['--conditions=@pglock/source', '--import', 'tsx', main, '--', ...args, '--report', report, '--out', out],
     { env: { ...process.env, DATABASE_URL: inject('databaseUrl') }, stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let output = '';

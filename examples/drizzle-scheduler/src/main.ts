@@ -83,7 +83,7 @@ function runWorker(
   tickMs: number,
 ) {
   return new Promise<SchedulerSummary['workers'][number]>((resolve, reject) => {
-    const child = spawn(process.execPath, ['--conditions=source', '--import', 'tsx', workerPath], {
+    const child = spawn(process.execPath, ['--conditions=@pglock/source', '--import', 'tsx', workerPath], {
       env: {
         ...process.env,
         DATABASE_URL: url,

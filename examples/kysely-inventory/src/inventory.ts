@@ -38,7 +38,7 @@ export async function runInventory(url: string, sellers = 4, stock = 15): Promis
       // The `source` condition makes @pglock/kysely resolve to its src/ (run by tsx).
       const child = spawn(
         process.execPath,
-        ['--conditions=source', '--import', 'tsx', sellerPath, url, name],
+        ['--conditions=@pglock/source', '--import', 'tsx', sellerPath, url, name],
         {
           stdio: ['ignore', 'pipe', 'inherit'],
         },

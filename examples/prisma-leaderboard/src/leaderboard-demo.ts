@@ -78,7 +78,16 @@ function runInstance(
   // The `source` condition resolves workspace packages to their src/, run by tsx.
   const child = spawn(
     process.execPath,
-    ['--conditions=source', '--import', 'tsx', instanceFile, url, name, String(updates), String(players)],
+    [
+      '--conditions=@pglock/source',
+      '--import',
+      'tsx',
+      instanceFile,
+      url,
+      name,
+      String(updates),
+      String(players),
+    ],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let stderr = '';

@@ -1,6 +1,6 @@
 // One worker process of the hot-key scenario. The parent (hot-key.ts) forks it once per run and
 // tells it, over the IPC channel, which design to open and when to start and stop; it answers with
-// the stamps of every lock cycle. Started with `--conditions=source --import tsx`.
+// the stamps of every lock cycle. Started with `--conditions=@pglock/source --import tsx`.
 import { nowUs, type Stamps, stamps } from './clock.ts';
 import { HOT_KEY } from './database.ts';
 import { type DesignSession, designs } from './designs.ts';

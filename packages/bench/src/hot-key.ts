@@ -31,7 +31,7 @@ class Worker {
 
   constructor() {
     this.#child = fork(workerPath, [], {
-      execArgv: ['--conditions=source', '--import', 'tsx'],
+      execArgv: ['--conditions=@pglock/source', '--import', 'tsx'],
       stdio: ['ignore', 'inherit', 'pipe', 'ipc'],
     });
     this.#child.stderr?.on('data', (chunk) => {

@@ -14,10 +14,14 @@ export interface CliProcess {
 
 /** Starts `pglock …args` with `DATABASE_URL` set to `url` (unless `env` overrides it). */
 export function startCli(args: readonly string[], url: string, env: NodeJS.ProcessEnv = {}): CliProcess {
-  const child = spawn(process.execPath, ['--conditions=source', '--import', 'tsx', cliPath, ...args], {
-    env: { ...process.env, DATABASE_URL: url, NO_COLOR: '', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    process.execPath,
+    ['--conditions=@pglock/source', '--import', 'tsx', cliPath, ...args],
+    {
+      env: { ...process.env, DATABASE_URL: url, NO_COLOR: '', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   let out = '';
   let err = '';
   child.stdout?.on('data', (chunk) => {

@@ -62,7 +62,7 @@ async function deployAtOnce(count: number, driver: string, mode: string, folder:
   const outcomes = Array.from({ length: count }, (_, i) => {
     const child = spawn(
       process.execPath,
-      ['--conditions=source', '--import', 'tsx', childPath, driver, mode, folder, schema],
+      ['--conditions=@pglock/source', '--import', 'tsx', childPath, driver, mode, folder, schema],
       { env: { ...process.env, DATABASE_URL: url }, stdio: ['pipe', 'pipe', 'inherit'] },
     );
     children[i] = child;

@@ -157,7 +157,7 @@ async function drive(
     const child = spawn(
       process.execPath,
       [
-        '--conditions=source',
+        '--conditions=@pglock/source',
         '--import',
         'tsx',
         workerPath,

@@ -18,7 +18,7 @@ export class Child {
     this.process = spawn(
       process.execPath,
       [
-        '--conditions=source',
+        '--conditions=@pglock/source',
         '--import',
         'tsx',
         workerPath,
