@@ -36,6 +36,15 @@ function slotsOf(root: object): Map<bigint | string, Slot> {
   return slots;
 }
 
+function slotFor(slots: Map<bigint | string, Slot>, id: bigint | string): Slot {
+  let slot = slots.get(id);
+  if (slot === undefined) {
+    slot = { exclusive: false, shared: 0, waiting: [] };
+    slots.set(id, slot);
+  }
+  return slot;
+}
+
 function idOf(key: LockKey): bigint | string {
   return key.form === 'bigint' ? key.value : `${key.pair[0]},${key.pair[1]}`;
 }
@@ -85,11 +94,7 @@ export function enterQueue(
   };
   for (let i = 0; i < keys.length; i++) {
     const id = idOf(keys[i] as LockKey);
-    let slot = slots.get(id);
-    if (slot === undefined) {
-      slot = { exclusive: false, shared: 0, waiting: [] };
-      slots.set(id, slot);
-    }
+    const slot = slotFor(slots, id);
     if (free(slot, shared)) {
       take(slot, shared);
       taken.push([id, slot]);
@@ -112,26 +117,18 @@ async function queueRest(
 ): Promise<(() => void) | QueueExit> {
   for (let i = from; i < keys.length; i++) {
     const id = idOf(keys[i] as LockKey);
-    let slot = slots.get(id);
-    if (slot === undefined) {
-      slot = { exclusive: false, shared: 0, waiting: [] };
-      slots.set(id, slot);
-    }
-    if (free(slot, shared)) {
-      take(slot, shared);
-      taken.push([id, slot]);
-      continue;
-    }
-    const exit = await waitTurn(slots, id, slot, shared, deadline, signal);
-    if (exit !== undefined) {
-      releaseAll();
-      return exit;
-    }
+    const slot = slotFor(slots, id);
+    if (!free(slot, shared)) {
+      const exit = await waitTurn(slots, id, slot, shared, deadline, signal);
+      if (exit !== undefined) {
+        releaseAll();
+        return exit;
+      }
+    } else take(slot, shared);
     taken.push([id, slot]);
   }
   return releaseAll;
 }
-
 function waitTurn(
   slots: Map<bigint | string, Slot>,
   id: bigint | string,
