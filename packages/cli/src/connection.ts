@@ -1,4 +1,4 @@
-import { sqlStateOf } from '@pglock/core';
+import { sqlStateOf } from '@pglock/core/adapter';
 import pg from 'pg';
 import { CliError, ExitCode } from './exit-codes.ts';
 

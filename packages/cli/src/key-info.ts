@@ -1,4 +1,5 @@
-import { lockKey, lockTag } from '@pglock/core';
+import { lockKey } from '@pglock/core';
+import { lockTag } from '@pglock/core/adapter';
 
 /** What `pglock key` prints for a name. */
 export interface KeyInfo {

@@ -1,4 +1,5 @@
-import { lockKey, sqlStateOf } from '@pglock/core';
+import { lockKey } from '@pglock/core';
+import { sqlStateOf } from '@pglock/core/adapter';
 import type { PgQueryResultLike } from '@pglock/pg';
 import { type LockName, type NameIndex, nameMatches } from './names.ts';
 

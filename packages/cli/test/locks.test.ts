@@ -1,7 +1,8 @@
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { acquireSessionLock, deriveKey, lockKey, lockTag, type SessionLock, withLock } from '@pglock/pg';
+import { lockTag } from '@pglock/core/adapter';
+import { acquireSessionLock, deriveKey, lockKey, type SessionLock, withLock } from '@pglock/pg';
 import { Backdoor } from '@pglock/test-kit';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';

@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { sqlStateOf } from '@pglock/core';
+import { sqlStateOf } from '@pglock/core/adapter';
 import { inspectLocks } from '@pglock/pg';
 import type pg from 'pg';
 import { connectionError, connectionTarget, openPool, permissionError } from '../connection.ts';
