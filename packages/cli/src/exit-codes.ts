@@ -40,10 +40,13 @@ export const ExitCode = {
  */
 export class CliError extends Error {
   readonly exitCode: number;
+  /** The command's usage, printed after the message (for mistakes in the arguments). */
+  readonly usage: string | undefined;
 
-  constructor(message: string, exitCode: number, options?: { cause?: unknown }) {
+  constructor(message: string, exitCode: number, options?: { cause?: unknown; usage?: string }) {
     super(message, options);
     this.name = new.target.name;
     this.exitCode = exitCode;
+    this.usage = options?.usage;
   }
 }

@@ -1,23 +1,22 @@
-import { createRequire } from 'node:module';
+import packageJson from '../package.json' with { type: 'json' };
 import type { CommandIo } from './commands/io.ts';
 import { keyCommand } from './commands/key.ts';
 import { locksCommand } from './commands/locks.ts';
 import { runCommand } from './commands/run.ts';
 import { waitCommand } from './commands/wait.ts';
 import { CliError, ExitCode } from './exit-codes.ts';
+import { type Command, closest, commandHelp } from './parse-command.ts';
 
-const help = `pglock: PostgreSQL advisory locks from the shell
+const commands: readonly Command[] = [locksCommand, keyCommand, waitCommand, runCommand];
 
-Usage:
-  pglock locks [--watch] [--json] [--names file] [--namespace ns]
-               [--interval 2s]           holders and waiters of every lock
-  pglock key <name> [--namespace ns] [--json]
-                                         a name's key, pg_locks halves and SQL
-  pglock wait <name> [--timeout 30s] [--namespace ns] [--shared]
-                                         wait until the lock is free
-  pglock run <name> [--timeout 30s] [--namespace ns] [--shared] -- cmd args…
-                                         run a command holding the lock
+const generalHelp = `pglock: PostgreSQL advisory locks from the shell
 
+Usage: pglock <command> [options]
+
+Commands:
+${commands.map(({ spec }) => `  ${spec.name.padEnd(7)}${spec.summary}`).join('\n')}
+
+pglock <command> --help (or pglock help <command>) lists a command's options.
 Every command that connects takes --url (default: DATABASE_URL).
 --timeout: 500ms, 30s, 2m…; 0 tries once. Default: wait without limit.
 
@@ -28,7 +27,8 @@ Exit codes: 0 ok (run: the command's own code; 128+n if signal n killed it),
 
 /**
  * Runs the `pglock` command line and resolves its exit code. Errors the user can act on are printed
- * as one line on stderr; anything else is a bug and keeps its stack.
+ * on stderr (a mistake in the arguments with the command's usage); anything else is a bug and keeps
+ * its stack.
  *
  * @example
  * ```ts
@@ -38,45 +38,50 @@ Exit codes: 0 ok (run: the command's own code; 128+n if signal n killed it),
  * ```
  */
 export async function main(argv: readonly string[], io: CommandIo = process): Promise<number> {
-  const [command, ...args] = argv;
+  const [name, ...args] = argv;
   try {
-    switch (command) {
-      case 'locks':
-        return await locksCommand(args, io);
-      case 'key':
-        return keyCommand(args, io);
-      case 'wait':
-        return await waitCommand(args, io);
-      case 'run':
-        return await runCommand(args, io);
+    switch (name) {
       case '--version':
       case '-v':
-        io.stdout.write(`${createRequire(import.meta.url)('../package.json').version}\n`);
+        io.stdout.write(`${packageJson.version}\n`);
         return ExitCode.ok;
       case undefined:
-      case 'help':
       case '--help':
       case '-h':
-        io.stdout.write(help);
-        return command === undefined ? ExitCode.usage : ExitCode.ok;
+        io.stdout.write(generalHelp);
+        return name === undefined ? ExitCode.usage : ExitCode.ok;
+      case 'help': {
+        if (args[0] === undefined) {
+          io.stdout.write(generalHelp);
+          return ExitCode.ok;
+        }
+        io.stdout.write(commandHelp(find(args[0]).spec));
+        return ExitCode.ok;
+      }
       default:
-        throw new CliError(`Unknown command ${JSON.stringify(command)}; see pglock --help.`, ExitCode.usage);
+        return await find(name).execute(args, io);
     }
   } catch (error) {
     if (error instanceof CliError) {
-      io.stderr.write(`pglock: ${error.message}\n`);
+      io.stderr.write(`pglock: ${error.message}\n${error.usage === undefined ? '' : `${error.usage}\n`}`);
       return error.exitCode;
-    }
-    // parseArgs's own errors (unknown option, missing value) are usage errors.
-    if (isArgError(error)) {
-      io.stderr.write(`pglock: ${(error as Error).message}\n`);
-      return ExitCode.usage;
     }
     throw error;
   }
 }
 
-function isArgError(error: unknown): boolean {
-  const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && code.startsWith('ERR_PARSE_ARGS');
+function find(name: string): Command {
+  const command = commands.find((c) => c.spec.name === name);
+  if (command !== undefined) return command;
+  const near = closest(
+    name,
+    commands.map((c) => c.spec.name),
+  );
+  throw new CliError(
+    `unknown command ${JSON.stringify(name)}${near === undefined ? '' : ` (did you mean ${near}?)`}`,
+    ExitCode.usage,
+    {
+      usage: `Usage: pglock <command> [options]; commands: ${commands.map((c) => c.spec.name).join(', ')}.\nRun pglock --help for more.`,
+    },
+  );
 }

@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { Backdoor } from '@pglock/test-kit';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { keyInfo, main } from '../src/index.ts';
-import { runCli } from './run-cli.ts';
+import { keyInfo } from '../src/index.ts';
+import { runMain as inProcess, runCli } from './run-cli.ts';
 
 interface Vector {
   name: string;
@@ -21,25 +21,6 @@ beforeAll(async () => {
   backdoor = await Backdoor.open(url);
 });
 afterAll(() => backdoor.close());
-
-/** Runs `main` in this process and captures what it writes. */
-async function inProcess(argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  let stdout = '';
-  let stderr = '';
-  const sink = (append: (s: string) => void) =>
-    ({
-      write: (s: string) => {
-        append(s);
-        return true;
-      },
-    }) as unknown as NodeJS.WritableStream;
-  const code = await main(argv, {
-    stdout: sink((s) => (stdout += s)),
-    stderr: sink((s) => (stderr += s)),
-    env: {},
-  });
-  return { code, stdout, stderr };
-}
 
 describe('pglock key', () => {
   it.each(vectors.map((v) => [JSON.stringify(v.name) + (v.namespace ? ` in ${v.namespace}` : ''), v]))(

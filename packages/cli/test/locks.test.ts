@@ -172,7 +172,6 @@ describe('pglock locks', () => {
       69,
       /refused the login.*pglock_no_such_role/,
     ],
-    ['an unknown option', ['--colour'], 64, /Unknown option '--colour'/],
   ])('reports %s clearly', async (_label, args, expected, message) => {
     const { code, stderr } = await runCli(['locks', ...args], url);
     expect(code).toBe(expected);

@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { main } from '../src/index.ts';
 
 const cliPath = fileURLToPath(new URL('../src/cli.ts', import.meta.url));
 
@@ -45,4 +46,26 @@ export async function runCli(
   const cli = startCli(args, url, env);
   const { code } = await cli.exited;
   return { code, stdout: cli.stdout(), stderr: cli.stderr() };
+}
+
+/** Runs `main` in this process (no database, no spawn) and captures what it writes. */
+export async function runMain(
+  argv: readonly string[],
+  env: NodeJS.ProcessEnv = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  let stdout = '';
+  let stderr = '';
+  const sink = (append: (s: string) => void) =>
+    ({
+      write: (s: string) => {
+        append(s);
+        return true;
+      },
+    }) as unknown as NodeJS.WritableStream;
+  const code = await main(argv, {
+    stdout: sink((s) => (stdout += s)),
+    stderr: sink((s) => (stderr += s)),
+    env,
+  });
+  return { code, stdout, stderr };
 }

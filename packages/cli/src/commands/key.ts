@@ -1,20 +1,28 @@
-import { parseArgs } from 'node:util';
 import { InvalidLockKeyError } from '@pglock/core';
 import { CliError, ExitCode } from '../exit-codes.ts';
 import { styleFor } from '../format.ts';
 import { keyInfo } from '../key-info.ts';
-import type { CommandIo } from './io.ts';
+import { type CommandSpec, defineCommand } from '../parse-command.ts';
+
+const keySpec = {
+  name: 'key',
+  summary: "a name's key, its pg_locks halves and the SQL that computes it",
+  usage: 'key <name> [--namespace ns] [--json]',
+  positionals: ['<name>'],
+  options: {
+    namespace: { type: 'string', short: 'n', value: 'ns', description: 'the namespace the name is in' },
+    json: {
+      type: 'boolean',
+      description: 'print JSON (key, classid, objid, objsubid, sql)',
+    },
+  },
+  details: [
+    'Computed locally from docs/key-spec.md: nothing connects to a database. A name that starts with - goes after --: pglock key -- -name',
+  ],
+} as const satisfies CommandSpec;
 
 /** `pglock key <name> [--namespace ns] [--json]`: the key, its pg_locks halves and its SQL. */
-export function keyCommand(args: readonly string[], io: CommandIo): number {
-  const { values, positionals } = parseArgs({
-    args: [...args],
-    allowPositionals: true,
-    options: { namespace: { type: 'string', short: 'n' }, json: { type: 'boolean' } },
-  });
-  if (positionals.length !== 1) {
-    throw new CliError('Usage: pglock key <name> [--namespace ns] [--json]', ExitCode.usage);
-  }
+export const keyCommand = defineCommand(keySpec, ({ values, positionals }, io) => {
   let info: ReturnType<typeof keyInfo>;
   try {
     info = keyInfo(positionals[0] as string, values.namespace);
@@ -36,7 +44,7 @@ export function keyCommand(args: readonly string[], io: CommandIo): number {
     ].join('\n'),
   );
   return ExitCode.ok;
-}
+});
 
 const PREFIX = "('x' || encode(substring(sha256(";
 const SUFFIX = ") FROM 1 FOR 8), 'hex'))::bit(64)::bigint";

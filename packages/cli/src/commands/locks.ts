@@ -1,32 +1,47 @@
-import { parseArgs } from 'node:util';
 import { sqlStateOf } from '@pglock/core/adapter';
 import { inspectLocks } from '@pglock/pg';
 import type pg from 'pg';
 import { connectionError, connectionTarget, openPool, permissionError } from '../connection.ts';
 import { parseDuration } from '../duration.ts';
-import { CliError, ExitCode } from '../exit-codes.ts';
+import { ExitCode } from '../exit-codes.ts';
 import { formatLockReport, styleFor } from '../format.ts';
 import { bigintKeys, buildLockReport, type LockReport } from '../lock-report.ts';
 import { loadNamesFile, type NameIndex } from '../names.ts';
+import { type CommandSpec, defineCommand } from '../parse-command.ts';
 import { readRegistry } from '../registry.ts';
-import { type CommandIo, onStopSignals, sleep } from './io.ts';
+import { onStopSignals, sleep } from './io.ts';
+
+const locksSpec = {
+  name: 'locks',
+  summary: 'holders and waiters of every advisory lock, contention first',
+  usage: 'locks [--watch] [--json] [--names file] [--namespace ns] [--interval 2s] [--url url]',
+  positionals: [],
+  options: {
+    watch: { type: 'boolean', short: 'w', description: 'refresh in place until Ctrl-C' },
+    json: { type: 'boolean', description: 'print JSON (with --watch, one document a line)' },
+    names: {
+      type: 'string',
+      value: 'file',
+      description: 'names for keys, one a line (ns<TAB>name) or JSON',
+    },
+    namespace: {
+      type: 'string',
+      short: 'n',
+      value: 'ns',
+      description: 'namespace of the names in --names that have none',
+    },
+    interval: { type: 'string', value: '2s', description: 'how often --watch refreshes (default 2s)' },
+    url: { type: 'string', value: 'url', description: 'PostgreSQL URL (default: DATABASE_URL)' },
+  },
+  details: [
+    'Names also come from the pglock_lock_names table that services publish (registerLockNames).',
+    'Holders show how long they have held the lock, waiters how long they have waited.',
+  ],
+} as const satisfies CommandSpec;
 
 /** `pglock locks [--watch] [--json] [--names file] [--namespace ns] [--interval 2s] [--url url]`. */
-export async function locksCommand(args: readonly string[], io: CommandIo): Promise<number> {
-  const { values, positionals } = parseArgs({
-    args: [...args],
-    allowPositionals: true,
-    options: {
-      url: { type: 'string' },
-      names: { type: 'string' },
-      namespace: { type: 'string', short: 'n' },
-      json: { type: 'boolean' },
-      watch: { type: 'boolean', short: 'w' },
-      interval: { type: 'string', default: '2s' },
-    },
-  });
-  if (positionals.length > 0) throw new CliError(`Unexpected argument ${positionals[0]}.`, ExitCode.usage);
-  const interval = Math.max(100, parseDuration(values.interval, '--interval'));
+export const locksCommand = defineCommand(locksSpec, async ({ values }, io) => {
+  const interval = Math.max(100, parseDuration(values.interval ?? '2s', '--interval'));
   const target = connectionTarget(values.url, io.env);
   const fileNames =
     values.names === undefined ? new Map() : await loadNamesFile(values.names, values.namespace);
@@ -55,7 +70,7 @@ export async function locksCommand(args: readonly string[], io: CommandIo): Prom
     await pool.end();
   }
   return ExitCode.ok;
-}
+});
 
 async function snapshot(pool: pg.Pool, fileNames: NameIndex): Promise<LockReport> {
   const rows = await inspectLocks(pool);

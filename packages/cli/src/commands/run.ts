@@ -1,14 +1,24 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { LockAbortedError, LockLostError, LockNotAcquiredError } from '@pglock/core';
+import { LockAbortedError, LockLostError, LockNotAcquiredError, LockUsageError } from '@pglock/core';
 import { acquireSessionLock, type SessionLock } from '@pglock/pg';
 import { connectionError, connectionTarget, openPool } from '../connection.ts';
 import { CliError, ExitCode } from '../exit-codes.ts';
-import type { CommandIo } from './io.ts';
-import { busyText, lockLabel, parseLockArgs } from './lock-args.ts';
+import { type CommandSpec, defineCommand } from '../parse-command.ts';
+import { busyText, lockArgs, lockLabel, lockOptions } from './lock-args.ts';
 import { signalExitCode } from './signals.ts';
 
-const usage =
-  'pglock run <name> [--timeout 30s] [--namespace ns] [--shared] [--url url] -- <command> [args…]';
+const runSpec = {
+  name: 'run',
+  summary: 'run a command holding a session lock, released however it ends',
+  usage: 'run <name> [--timeout 30s] [--namespace ns] [--shared] [--url url] -- <command> [args…]',
+  positionals: ['<name>'],
+  rest: 'a command',
+  options: lockOptions,
+  details: [
+    "Runs the command without a shell (-- sh -c '…' for a pipeline), forwarding SIGINT, SIGTERM and SIGHUP. If the lock is lost, the command gets SIGTERM (SIGKILL 5 s later) and pglock exits 70. Without --timeout the wait has no limit but the server's lock_timeout.",
+    "Exit codes: the command's own; 128+n if signal n killed it; 75 busy or timed out; 70 lock lost; 64 usage, or --url is a transaction-mode pooler (where a session lock cannot hold); 69 database unavailable; 126/127 command not executable / not found.",
+  ],
+} as const satisfies CommandSpec;
 const FORWARDED: readonly NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
 /** How long a command gets to exit after SIGTERM when the lock was lost, before SIGKILL. */
 const KILL_GRACE_MS = 5_000;
@@ -19,11 +29,9 @@ const KILL_GRACE_MS = 5_000;
  * command ends. Exit code: the command's; 128+n when a signal n killed it; 75 when busy; 70 when
  * the lock was lost (the command is then sent SIGTERM, and SIGKILL after 5 s).
  */
-export async function runCommand(args: readonly string[], io: CommandIo): Promise<number> {
-  const dash = args.indexOf('--');
-  const command = dash === -1 ? [] : args.slice(dash + 1);
-  if (command.length === 0) throw new CliError(`Usage: ${usage}`, ExitCode.usage);
-  const options = parseLockArgs(args.slice(0, dash), usage);
+export const runCommand = defineCommand(runSpec, async (args, io) => {
+  const command = args.rest;
+  const options = lockArgs(args);
   const label = lockLabel(options);
   const target = connectionTarget(options.url, io.env);
   const pool = await openPool(target, { max: 1, applicationName: 'pglock run' });
@@ -49,6 +57,8 @@ export async function runCommand(args: readonly string[], io: CommandIo): Promis
       if (LockNotAcquiredError.is(error))
         throw new CliError(`${label} ${busyText(options.timeoutMs)}.`, ExitCode.busy);
       if (LockAbortedError.is(error)) return signalExitCode(String(waiting.signal.reason));
+      // A session lock cannot hold through a transaction-mode pooler: the URL is wrong for `run`.
+      if (LockUsageError.is(error)) throw new CliError(error.message, ExitCode.usage, { cause: error });
       throw connectionError(error, target);
     }
 
@@ -91,7 +101,7 @@ export async function runCommand(args: readonly string[], io: CommandIo): Promis
     for (const signal of FORWARDED) process.off(signal, onSignal);
     await pool.end().catch(() => undefined);
   }
-}
+});
 
 function reasonText(reason: unknown): string {
   if (LockLostError.is(reason)) return `${reason.message}`;
