@@ -1,19 +1,20 @@
-import type { Trace } from './diagnostics.ts';
+import { silentTrace, type Trace } from './diagnostics.ts';
 import { AdvisoryLockError, LockAbortedError, LockDeadlockError } from './errors.ts';
-import type { PortConnection, Row } from './lock-port.ts';
 import type { LockRequest } from './lock-options.ts';
+import type { PortConnection } from './lock-port.ts';
 import {
   keysBySpace,
   type LockScope,
   lockStatements,
   sessionUnlockStatements,
   timedLockStatement,
+  waitStatement,
 } from './lock-statements.ts';
 import { abortedError, describeKeys, queryFailed } from './messages.ts';
+import { truthy } from './row-cell.ts';
 import { runCancellable } from './run-cancellable.ts';
 import { SqlState, sqlStateOf } from './sql-state.ts';
-import { statementText } from './statement.ts';
-import { truthy } from './row-cell.ts';
+import { type Statement, statementText } from './statement.ts';
 
 /** One acquisition: where, what, until when, and how a wait is interrupted. */
 export interface Acquisition {
@@ -47,7 +48,13 @@ const releaseSavepoint = statementText('RELEASE SAVEPOINT pglock_try').bind([]);
  * After a session-scope rejection whose cause has no SQLSTATE the connection itself failed: the
  * caller must send it nothing more.
  */
-export async function acquire(a: Acquisition): Promise<boolean> {
+export function acquire(a: Acquisition): Promise<boolean> {
+  // Nobody listens: no trace to report, so no async layer around the statements.
+  if (a.trace === silentTrace) return a.request.timeoutMs === 0 ? attempt(a) : wait(a);
+  return traced(a);
+}
+
+async function traced(a: Acquisition): Promise<boolean> {
   a.trace.requested();
   let held: boolean;
   try {
@@ -74,9 +81,9 @@ async function wait(a: Acquisition): Promise<boolean> {
   const { request, connection, scope, deadline } = a;
   const spaces = request.keys.length === 1 ? [request.keys] : keysBySpace(request.keys);
   for (const keys of spaces) {
-    let stmt: ReturnType<typeof timedLockStatement>;
+    let stmt: Statement;
     if (deadline === undefined) {
-      stmt = lockStatements(keys, scope, request.shared, 'wait')[0] as ReturnType<typeof timedLockStatement>;
+      stmt = waitStatement(keys, scope, request.shared);
     } else {
       const left = budgetLeft(deadline);
       if (left === 0) {
@@ -85,23 +92,37 @@ async function wait(a: Acquisition): Promise<boolean> {
       }
       stmt = timedLockStatement(keys, scope, request.shared, left);
     }
-    const outcome =
-      a.cancel === undefined
-        ? await plain(connection, stmt)
-        : await runCancellable(connection, stmt, request.signal, a.cancel);
-    if (outcome.ok && !outcome.aborted) continue;
-    const failure = outcome.ok ? undefined : outcome.error;
-    if (failure !== undefined && !outcome.aborted && scope === 'session' && sqlStateOf(failure) === undefined) {
+    // Without a signal the statement runs as is: no outcome object, no extra async layer.
+    let failed = false;
+    let failure: unknown;
+    let aborted = false;
+    if (a.cancel === undefined) {
+      try {
+        await connection.query(stmt);
+      } catch (error) {
+        failed = true;
+        failure = error;
+      }
+    } else {
+      const outcome = await runCancellable(connection, stmt, request.signal, a.cancel);
+      aborted = outcome.aborted;
+      if (!outcome.ok) {
+        failed = true;
+        failure = outcome.error;
+      }
+    }
+    if (!failed && !aborted) continue;
+    if (failure !== undefined && !aborted && scope === 'session' && sqlStateOf(failure) === undefined) {
       // The connection itself failed: nothing more may be written to it.
-      throw connectionFailed(a, failure, outcome.aborted);
+      throw connectionFailed(a, failure, aborted);
     }
     try {
       await cleanUp(a);
     } catch (error) {
       throw queryFailed(request, a.verb, 'releasing', error);
     }
-    if (outcome.aborted) {
-      const held = outcome.ok && scope === 'transaction' && !a.ownsTransaction;
+    if (aborted) {
+      const held = !failed && scope === 'transaction' && !a.ownsTransaction;
       throw abortedError(request, a.verb, request.signal?.reason, failure, held);
     }
     const state = sqlStateOf(failure);
@@ -115,17 +136,6 @@ async function wait(a: Acquisition): Promise<boolean> {
     throw queryFailed(request, a.verb, 'locking', failure);
   }
   return true;
-}
-
-async function plain(
-  connection: PortConnection,
-  stmt: ReturnType<typeof timedLockStatement>,
-): Promise<{ ok: true; rows: readonly Row[]; aborted: false } | { ok: false; error: unknown; aborted: false }> {
-  try {
-    return { ok: true, rows: await connection.query(stmt), aborted: false };
-  } catch (error) {
-    return { ok: false, error, aborted: false };
-  }
 }
 
 async function attempt(a: Acquisition): Promise<boolean> {
@@ -159,7 +169,8 @@ async function attempt(a: Acquisition): Promise<boolean> {
 /** Session locks taken part-way are released again (only those this backend holds, per `pg_locks`). */
 async function cleanUp(a: Acquisition): Promise<void> {
   if (a.scope !== 'session') return;
-  for (const stmt of sessionUnlockStatements(a.request.keys, a.request.shared)) await a.connection.query(stmt);
+  for (const stmt of sessionUnlockStatements(a.request.keys, a.request.shared))
+    await a.connection.query(stmt);
 }
 
 /** A session-lock connection that failed mid-acquisition; `connectionFailed` tells the caller not to reuse it. */
@@ -177,4 +188,3 @@ const connectionFailedMark = Symbol('pglock.connectionFailed');
 export function isConnectionFailure(error: unknown): boolean {
   return typeof error === 'object' && error !== null && connectionFailedMark in error;
 }
-

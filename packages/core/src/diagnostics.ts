@@ -81,7 +81,8 @@ export interface Trace {
   lost(error: unknown): void;
 }
 
-const silent: Trace = Object.freeze({
+/** The trace of calls nobody subscribes to: every method does nothing (compare by identity). */
+export const silentTrace: Trace = Object.freeze({
   requested() {},
   acquired() {},
   notAcquired() {},
@@ -104,7 +105,7 @@ function anySubscribers(): boolean {
  * shared one that does nothing (the channels cost nothing without subscribers, and neither do we).
  */
 export function startTrace(request: LockRequest, scope: LockScope): Trace {
-  return anySubscribers() ? new LockTrace(request, scope) : silent;
+  return anySubscribers() ? new LockTrace(request, scope) : silentTrace;
 }
 
 /**

@@ -68,7 +68,7 @@ export function lockKey(input: LockKeyInput, options: LockKeyOptions = {}): Lock
         input,
       );
     }
-    return freeze({ form: 'bigint', value: input });
+    return bigintKey(input);
   }
   if (typeof input === 'number') {
     if (!Number.isSafeInteger(input)) {
@@ -77,13 +77,13 @@ export function lockKey(input: LockKeyInput, options: LockKeyOptions = {}): Lock
         input,
       );
     }
-    return freeze({ form: 'bigint', value: BigInt(input) });
+    return bigintKey(BigInt(input));
   }
   if (isLockKey(input)) return input;
   if (typeof input === 'object' && input !== null && !Array.isArray(input) && 'pair' in input) {
     // Read once: an accessor must not pass validation with one value and be sent with another.
     const pair: unknown = input.pair;
-    return freeze({ form: 'pair', pair: validPair(pair, input) });
+    return pairKey(validPair(pair, input));
   }
   throw new InvalidLockKeyError(
     `Unsupported lock key ${describe(input)}: use a string name, a safe-integer number, an int64 bigint or { pair: [a, b] }.`,
@@ -146,20 +146,27 @@ export function formatLockKey(key: LockKey): string {
     : `${JSON.stringify(key.namespace)}:${JSON.stringify(label)}`;
 }
 
-function freeze<K extends LockKey>(key: K): K {
+// The brand is non-enumerable, so keys print and compare as plain `{ form, value }` objects. One
+// descriptor for every key: a key is made per call for numeric input, so nothing here is per call
+// that can be shared (no spread, no `delete`, which would drop the object into slow dictionary mode).
+const BRAND: PropertyDescriptor = Object.freeze({ value: true });
+
+function bigintKey(value: bigint, name?: string, namespace?: string): BigintLockKey {
   // Optional fields are left off rather than set to undefined, so keys compare and print cleanly.
-  const clean = { ...key };
-  if (clean.form === 'bigint') {
-    if (clean.name === undefined) delete (clean as { name?: string }).name;
-    if (clean.namespace === undefined) delete (clean as { namespace?: string }).namespace;
-  } else {
-    Object.freeze(clean.pair);
-  }
-  Object.defineProperty(clean, brand, { value: true });
-  return Object.freeze(clean);
+  const key: { form: 'bigint'; value: bigint; name?: string; namespace?: string } = { form: 'bigint', value };
+  if (name !== undefined) key.name = name;
+  if (namespace !== undefined) key.namespace = namespace;
+  Object.defineProperty(key, brand, BRAND);
+  return Object.freeze(key);
 }
 
-function validPair(pair: unknown, input: unknown): readonly [number, number] {
+function pairKey(pair: [number, number]): PairLockKey {
+  const key = { form: 'pair' as const, pair: Object.freeze(pair) };
+  Object.defineProperty(key, brand, BRAND);
+  return Object.freeze(key);
+}
+
+function validPair(pair: unknown, input: unknown): [number, number] {
   if (!Array.isArray(pair) || pair.length !== 2) {
     throw new InvalidLockKeyError('A pair key needs exactly two int32 numbers: { pair: [a, b] }.', input);
   }
@@ -192,7 +199,7 @@ function namedKey(name: string, namespace: string | undefined): LockKey {
     return cached;
   if (namespace !== undefined) assertValidNamespace(namespace);
   assertValidName(name);
-  const key = freeze({ form: 'bigint', value: deriveKey(name, namespace), name, namespace });
+  const key = bigintKey(deriveKey(name, namespace), name, namespace);
   if (named.size >= NAMED_CACHE_MAX) named.delete(named.keys().next().value as string);
   named.set(id, key);
   return key;

@@ -81,7 +81,8 @@ export function lockRequest(
   const signal = options?.signal ?? defaults?.signal;
   const namespace = options?.namespace ?? defaults?.namespace;
   const maxKeys = options?.maxKeys ?? defaults?.maxKeys ?? DEFAULT_MAX_KEYS;
-  if (timeoutMs !== undefined) checkDuration(timeoutMs, 'timeoutMs', verb, 0, 'omit it to wait without limit');
+  if (timeoutMs !== undefined)
+    checkDuration(timeoutMs, 'timeoutMs', verb, 0, 'omit it to wait without limit');
   if (typeof shared !== 'boolean') throw new InvalidLockOptionsError(`${verb}: shared must be a boolean.`);
   if (signal !== undefined && !isAbortSignal(signal)) {
     throw new InvalidLockOptionsError(`${verb}: signal must be an AbortSignal.`);
@@ -91,7 +92,14 @@ export function lockRequest(
 
   if (!Array.isArray(target)) {
     const key = lockKey(target as LockKeyInput, { namespace });
-    if (timeoutMs === undefined && !shared && signal === undefined) {
+    // Only keys from names are kept and met again; a numeric key is a new object every call.
+    if (
+      timeoutMs === undefined &&
+      !shared &&
+      signal === undefined &&
+      key.form === 'bigint' &&
+      key.name !== undefined
+    ) {
       let request = plainRequests.get(key);
       if (request === undefined) {
         request = Object.freeze({ keys: Object.freeze([key]), shared, timeoutMs, signal });
@@ -135,7 +143,13 @@ export function lockRequest(
  * checkDuration(1_000, 'heartbeatMs', 'acquireSessionLock', 10);
  * ```
  */
-export function checkDuration(value: unknown, name: string, verb: string, min: number, hint?: string): number {
+export function checkDuration(
+  value: unknown,
+  name: string,
+  verb: string,
+  min: number,
+  hint?: string,
+): number {
   if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > MAX_DURATION_MS) {
     throw new InvalidLockOptionsError(
       `${verb}: ${name} must be an integer from ${min} to ${MAX_DURATION_MS} ms (got ${String(value)})${hint ? `; ${hint}` : ''}.`,
@@ -146,7 +160,9 @@ export function checkDuration(value: unknown, name: string, verb: string, min: n
 
 function canonical(keys: LockKey[]): readonly LockKey[] {
   keys.sort(compareLockKeys);
-  return Object.freeze(keys.filter((key, i) => i === 0 || compareLockKeys(keys[i - 1] as LockKey, key) !== 0));
+  return Object.freeze(
+    keys.filter((key, i) => i === 0 || compareLockKeys(keys[i - 1] as LockKey, key) !== 0),
+  );
 }
 
 function isAbortSignal(value: unknown): value is AbortSignal {

@@ -15,7 +15,10 @@ interface KeyGroup {
 
 const SOURCES = {
   bigint: { source: 'unnest($N::text::bigint[]) WITH ORDINALITY AS u(k, i)', args: 'u.k' },
-  pair: { source: 'unnest($N::text::int4[], $N::text::int4[]) WITH ORDINALITY AS u(a, b, i)', args: 'u.a, u.b' },
+  pair: {
+    source: 'unnest($N::text::int4[], $N::text::int4[]) WITH ORDINALITY AS u(a, b, i)',
+    args: 'u.a, u.b',
+  },
 } as const;
 
 /**
@@ -36,7 +39,8 @@ function groups(keys: readonly LockKey[]): KeyGroup[] {
   }
   const result: KeyGroup[] = [];
   if (bigints.length > 0) result.push({ form: 'bigint', values: [`{${bigints.join(',')}}`] });
-  if (firsts.length > 0) result.push({ form: 'pair', values: [`{${firsts.join(',')}}`, `{${seconds.join(',')}}`] });
+  if (firsts.length > 0)
+    result.push({ form: 'pair', values: [`{${firsts.join(',')}}`, `{${seconds.join(',')}}`] });
   return result;
 }
 
@@ -53,17 +57,36 @@ function fn(scope: LockScope, shared: boolean, kind: Kind): string {
 }
 
 // The SQL text depends only on the call's shape (scope, mode, kind, lock space, one key or several),
-// never on key values, so each text is built and parsed once.
-const texts = new Map<string, StatementText>();
+// never on key values, so each text is built and parsed once, kept by a small integer of the shape.
+const KINDS: readonly Kind[] = ['wait', 'timed', 'try', 'unlock', 'release'];
+const texts: (StatementText | undefined)[] = [];
 
-function shapeOf(scope: LockScope, shared: boolean, kind: Kind, form: 'bigint' | 'pair', single: boolean): StatementText {
-  const id = `${scope}|${shared}|${kind}|${form}|${single}`;
-  let text = texts.get(id);
+function shapeOf(
+  scope: LockScope,
+  shared: boolean,
+  kind: Kind,
+  form: 'bigint' | 'pair',
+  single: boolean,
+): StatementText {
+  const id =
+    (KINDS.indexOf(kind) << 4) |
+    (scope === 'session' ? 8 : 0) |
+    (shared ? 4 : 0) |
+    (form === 'pair' ? 2 : 0) |
+    (single ? 1 : 0);
+  let text = texts[id];
   if (text === undefined) {
-    text = statementText(numbered(single ? singleText(scope, shared, kind, form) : groupText(scope, shared, kind, form)));
-    texts.set(id, text);
+    text = statementText(
+      numbered(single ? singleText(scope, shared, kind, form) : groupText(scope, shared, kind, form)),
+    );
+    texts[id] = text;
   }
   return text;
+}
+
+/** The values of one key for a single-key statement: the bigint, or the pair's two int4. */
+function keyValues(key: LockKey): string[] {
+  return key.form === 'bigint' ? [String(key.value)] : [String(key.pair[0]), String(key.pair[1])];
 }
 
 function singleText(scope: LockScope, shared: boolean, kind: Kind, form: 'bigint' | 'pair'): string {
@@ -149,10 +172,23 @@ export function lockStatements(
 ): readonly Statement[] {
   const only = keys.length === 1 ? keys[0] : undefined;
   if (only !== undefined && (kind === 'wait' || kind === 'try')) {
-    const values = only.form === 'bigint' ? [String(only.value)] : [String(only.pair[0]), String(only.pair[1])];
-    return [shapeOf(scope, shared, kind, only.form, true).bind(values)];
+    return [shapeOf(scope, shared, kind, only.form, true).bind(keyValues(only))];
   }
   return groups(keys).map((g) => shapeOf(scope, shared, kind, g.form, false).bind(g.values));
+}
+
+/**
+ * The one statement that waits without limit for `keys`, all of one lock space (as
+ * {@link keysBySpace} splits them): `lockStatements(keys, …, 'wait')[0]` without the array.
+ */
+export function waitStatement(keys: readonly LockKey[], scope: LockScope, shared: boolean): Statement {
+  const only = keys.length === 1 ? keys[0] : undefined;
+  if (only !== undefined) return shapeOf(scope, shared, 'wait', only.form, true).bind(keyValues(only));
+  const [group] = groups(keys);
+  if (group === undefined || keys.some((key) => key.form !== group.form)) {
+    throw new Error('pglock bug: one lock space per wait statement');
+  }
+  return shapeOf(scope, shared, 'wait', group.form, false).bind(group.values);
 }
 
 /**
@@ -177,11 +213,14 @@ export function timedLockStatement(
 ): Statement {
   const only = keys.length === 1 ? keys[0] : undefined;
   if (only !== undefined) {
-    const values = only.form === 'bigint' ? [String(only.value)] : [String(only.pair[0]), String(only.pair[1])];
-    return shapeOf(scope, shared, 'timed', only.form, true).bind([String(budgetMs), ...values]);
+    const values = keyValues(only);
+    values.unshift(String(budgetMs));
+    return shapeOf(scope, shared, 'timed', only.form, true).bind(values);
   }
   const [group] = groups(keys);
-  if (group === undefined || groups(keys).length !== 1) throw new Error('pglock bug: one lock space per timed statement');
+  if (group === undefined || keys.some((key) => key.form !== group.form)) {
+    throw new Error('pglock bug: one lock space per timed statement');
+  }
   return shapeOf(scope, shared, 'timed', group.form, false).bind([String(budgetMs), ...group.values]);
 }
 

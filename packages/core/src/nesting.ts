@@ -38,7 +38,7 @@ export function contextOfTransaction(tx: unknown): LockContext | undefined {
   return undefined;
 }
 
-/** Runs `fn` with `context` as the current lock context. */
-export function runInContext<T>(context: LockContext, fn: () => Promise<T>): Promise<T> {
-  return storage.run(context, fn);
+/** Runs `fn(arg)` with `context` as the current lock context (the argument spares a closure per call). */
+export function runInContext<A, T>(context: LockContext, fn: (arg: A) => Promise<T>, arg: A): Promise<T> {
+  return storage.run(context, fn, arg);
 }

@@ -91,7 +91,24 @@ const failedCheck = statementText('SELECT 1 AS ok').bind([]);
  * Inside a running callback on the same database, or given a handle that is already a transaction,
  * the lock is taken on that transaction's connection inside a savepoint instead.
  */
-export async function runLocked<Db, Tx, T>(
+export function runLocked<Db, Tx, T>(
+  scope: VerbScope<Db, Tx>,
+  target: LockTarget,
+  fn: (tx: Tx) => Promise<T>,
+  options: WithLockOptions | undefined,
+  attempt: boolean,
+  verb: string,
+): Promise<T | TryResult<T>> {
+  // Not an async function: the checks throw synchronously into a rejection, and the transaction's
+  // promise is handed back as is, without another async layer on every call.
+  try {
+    return startLocked(scope, target, fn, options, attempt, verb);
+  } catch (error) {
+    return Promise.reject(error);
+  }
+}
+
+function startLocked<Db, Tx, T>(
   scope: VerbScope<Db, Tx>,
   target: LockTarget,
   fn: (tx: Tx) => Promise<T>,
@@ -158,7 +175,9 @@ async function ownTransaction<Db, Tx, T>(
       { settings, waitMs: deadline === undefined ? request.timeoutMs : budgetLeft(deadline) },
       async (tx, connection) => {
         try {
-          const cancel = await cancellerFor(port, db, connection, request);
+          // Most calls have no signal: no canceller, and no await for one.
+          const cancel =
+            request.signal === undefined ? undefined : await cancellerFor(port, db, connection, request);
           acquired = await acquire({
             connection,
             request,
@@ -176,8 +195,8 @@ async function ownTransaction<Db, Tx, T>(
         }
         if (!acquired) throw new NotTaken(notAcquiredError(request, verb));
         const context: LockContext = { root: db as object, tx, connection, depth: 1, parent: undefined, busy: false };
-        const result = await runInContext(context, () => fn(tx));
-        await assertNotFailed(port, connection, request, verb, false);
+        const result = await runInContext(context, fn, tx);
+        if (!transactionOpen(connection)) await assertNotFailed(port, connection, request, verb, false);
         return result;
       },
     );
@@ -192,6 +211,12 @@ async function ownTransaction<Db, Tx, T>(
     leaveQueue?.();
     if (acquired) trace.released();
   }
+}
+
+/** The driver says, without a round trip, that the transaction is fine (the common case). */
+function transactionOpen(connection: PortConnection): boolean {
+  const status = connection.transactionStatus?.();
+  return status === 'transaction' || status === 'idle';
 }
 
 /**
@@ -283,8 +308,8 @@ async function nested<Db, Tx, T>(
     const context: LockContext = { root: outer.root, tx: outer.tx, connection, depth, parent: outer, busy: false };
     let value: T;
     try {
-      value = await runInContext(context, () => fn(outer.tx));
-      await assertNotFailed(scope.port, connection, request, verb, true);
+      value = await runInContext(context, fn, outer.tx);
+      if (!transactionOpen(connection)) await assertNotFailed(scope.port, connection, request, verb, true);
     } catch (error) {
       await connection.query(rollback).catch(() => undefined);
       await connection.query(release).catch(() => undefined);

@@ -135,6 +135,7 @@ const beginTexts = new Map<string, string>();
  * ```
  */
 export function beginText(settings: CheckedTransactionSettings): string {
+  if (settings === NO_TRANSACTION_SETTINGS) return 'BEGIN';
   const { isolationLevel, accessMode, deferrable } = settings;
   const id = `${isolationLevel}|${accessMode}|${deferrable}`;
   let text = beginTexts.get(id);

@@ -11,6 +11,8 @@ import { isPool, type PgClientLike, type PgPoolClientLike, type PgPoolLike, type
 
 const STATUS = { I: 'idle', T: 'transaction', E: 'failed' } as const;
 
+const rowsOf = (result: { readonly rows: readonly Record<string, unknown>[] }) => result.rows;
+
 // One connection object per client, so the hot path builds nothing per call.
 const connections = new WeakMap<PgClientLike, PortConnection>();
 
@@ -18,7 +20,8 @@ function connectionOf(client: PgClientLike): PortConnection {
   let connection = connections.get(client);
   if (connection === undefined) {
     connection = {
-      query: async (s) => (await client.query(s.text, s.values as string[])).rows,
+      // A plain `then` rather than an async wrapper: one promise fewer on every statement.
+      query: (s) => client.query(s.text, s.values as string[]).then(rowsOf),
       transactionStatus: () => STATUS[client.getTransactionStatus?.() as keyof typeof STATUS],
       cancel: () => sendCancelRequest(client),
     };
