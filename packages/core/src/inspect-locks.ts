@@ -122,7 +122,8 @@ export async function isLocked(query: QueryRunner, key: LockKey): Promise<boolea
  *
  * @example
  * ```ts
- * import { lockKey, lockTag } from '@pglock/core';
+ * import { lockKey } from '@pglock/core';
+ * import { lockTag } from '@pglock/core/adapter';
  *
  * lockTag(lockKey({ pair: [1, -1] })); // { classid: 1, objid: 4294967295, objsubid: 2 }
  * ```

@@ -8,7 +8,7 @@ const SQLSTATE = /^[0-9A-Z]{5}$/;
  *
  * @example
  * ```ts
- * import { sqlStateOf } from '@pglock/core';
+ * import { sqlStateOf } from '@pglock/core/adapter';
  *
  * sqlStateOf({ code: '55P03' }); // '55P03'
  * ```
