@@ -145,6 +145,39 @@ describe('pglock locks', () => {
     await holder.release();
   });
 
+  it('shows how long a session lock has been held, across its heartbeats', async () => {
+    const name = `cli-locks:held-for:${Math.random()}`;
+    const since = Date.now();
+    // A heartbeat every 100 ms: each one used to reset the time pg_stat_activity reports.
+    const holder = await acquireSessionLock(newPool('held-for'), name, { heartbeatMs: 100 });
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 1_500));
+      const report = JSON.parse((await runCli(['locks', '--json'], url)).stdout) as LockReport;
+      const [held] = find(report, bigintText(name))?.holders ?? [];
+      expect(held?.heldMs).toBeGreaterThanOrEqual(1_400);
+      expect(held?.heldMs).toBeLessThanOrEqual(Date.now() - since + 100);
+    } finally {
+      await holder.release();
+    }
+  });
+
+  it('shows how long a pglock run job has held its lock', async () => {
+    const name = `cli-locks:run-held-for:${Math.random()}`;
+    const job = startCli(['run', name, '--', 'sh', '-c', 'echo started; exec sleep 30'], url);
+    try {
+      await backdoor.waitFor('the job', async () => job.stdout().includes('started'));
+      const started = Date.now();
+      await new Promise((resolve) => setTimeout(resolve, 2_500)); // past two heartbeats (1 s)
+      const report = JSON.parse((await runCli(['locks', '--json'], url)).stdout) as LockReport;
+      const [held] = find(report, bigintText(name))?.holders ?? [];
+      expect(held?.applicationName).toBe('pglock run');
+      expect(held?.heldMs).toBeGreaterThanOrEqual(Date.now() - started - 200);
+    } finally {
+      job.child.kill('SIGTERM');
+      await job.exited;
+    }
+  });
+
   it('registerLockNames rejects a bad name before any SQL', async () => {
     await expect(registerLockNames(backdoorPool(), [''])).rejects.toThrow(/must not be empty/);
   });

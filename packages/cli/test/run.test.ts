@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { runCli, startCli } from './run-cli.ts';
 
 const url = inject('databaseUrl');
+const bouncer = inject('pgbouncer');
 let backdoor: Backdoor;
 let pool: pg.Pool;
 beforeAll(async () => {
@@ -128,6 +129,46 @@ describe('pglock run', () => {
     expect(code).toBe(64);
     expect(stderr).toContain('Usage: pglock run <name>');
   });
+
+  it('without --timeout, a wait the server\'s lock_timeout ends says so (exit 75, never "within undefined ms")', async () => {
+    const { name } = unique('server-timeout');
+    const holder = await acquireSessionLock(pool, name);
+    try {
+      const serverTimeout = ['--url', withLockTimeout(url, 200)];
+      for (const argv of [
+        ['run', name, ...serverTimeout, '--', 'echo', 'ran'],
+        ['wait', name, ...serverTimeout],
+      ]) {
+        const { code, stdout, stderr } = await runCli(argv, url);
+        expect(code, stderr).toBe(75);
+        expect(stdout).toBe('');
+        expect(stderr).toContain("was not free before the server's lock_timeout ended the wait");
+        expect(stderr).not.toContain('undefined');
+      }
+    } finally {
+      await holder.release();
+    }
+  });
+
+  it.skipIf(!('transactionUrl' in bouncer))(
+    'through a transaction-mode pooler refuses (exit 64) and never runs the command',
+    async () => {
+      const { transactionUrl } = bouncer as { transactionUrl: string };
+      const { name, key } = unique('pooler');
+      // Two at once: before the pooler check, both ran (the second landed on the holder's backend).
+      const runs = await Promise.all(
+        [1, 2].map(() =>
+          runCli(['run', name, '--timeout', '0', '--url', transactionUrl, '--', 'echo', 'ran'], url),
+        ),
+      );
+      for (const { code, stdout, stderr } of runs) {
+        expect(code, stderr).toBe(64);
+        expect(stdout).toBe('');
+        expect(stderr).toMatch(/transaction-mode pooler/);
+      }
+      expect(await backdoor.locksOn(key)).toEqual([]);
+    },
+  );
 });
 
 describe('pglock wait', () => {
@@ -143,3 +184,10 @@ describe('pglock wait', () => {
     expect(await backdoor.locksOn(key)).toEqual([]);
   });
 });
+
+/** `url` with a server-side lock_timeout for every session it opens (libpq's `options` parameter). */
+function withLockTimeout(text: string, ms: number): string {
+  const parsed = new URL(text);
+  parsed.searchParams.set('options', `-c lock_timeout=${ms}`);
+  return parsed.toString();
+}
