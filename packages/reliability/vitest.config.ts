@@ -3,7 +3,7 @@ import { sharedProject } from '../../vitest.shared.ts';
 
 const shared = sharedProject('reliability');
 
-// The chaos run drives the Prisma adapter through its test harness, which imports the generated client.
+// The Prisma subject (src/subjects.ts) imports this package's own generated client: generate it first.
 export default defineProject({
   ...shared,
   test: { ...shared.test, globalSetup: ['./test/global-setup.ts'] },

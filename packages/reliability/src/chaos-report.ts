@@ -1,7 +1,8 @@
 import type { ChaosCrash, ChaosResult } from './chaos.ts';
 
 /**
- * Crashes that are not a known upstream driver bug: each one fails a run.
+ * Crashes that fail a run: every crash except a postgres.js write-timer crash whose fatal write was
+ * the ORM's own COMMIT/ROLLBACK (see `ChaosCrash.knownBug`).
  *
  * @example
  * ```ts
@@ -13,22 +14,20 @@ export function unexpectedCrashes(result: ChaosResult): readonly ChaosCrash[] {
 }
 
 /**
- * Hung workers pglock is answerable for. A postgres.js worker whose backend was terminated can stay
- * pending forever in the driver (a query queued on a connection whose socket is gone never settles:
- * porsager/postgres #1208, the same root cause as the known crash above), so those hangs are reported
- * but do not fail the run; a hang on any other driver does.
+ * True when the run holds: no violation, no hung worker, no unexpected crash.
  *
  * @example
  * ```ts
- * if (unexpectedHangs(result).length > 0) process.exitCode = 1;
+ * process.exitCode = chaosPassed(result) ? 0 : 1;
  * ```
  */
-export function unexpectedHangs(result: ChaosResult): readonly string[] {
-  return result.hungAdapters.filter((hang) => !/postgres-js/.test(hang));
+export function chaosPassed(result: ChaosResult): boolean {
+  return result.violations.length === 0 && result.hung === 0 && unexpectedCrashes(result).length === 0;
 }
 
 /**
- * The counts of a chaos run as printable lines, violations and crashes listed after.
+ * The counts of a chaos run as printable lines, violations, hangs and crashes listed after (each
+ * crash with its verdict).
  *
  * @example
  * ```ts
@@ -37,32 +36,30 @@ export function unexpectedHangs(result: ChaosResult): readonly string[] {
  */
 export function formatChaos(result: ChaosResult): string {
   const lines = [
-    `sections ${result.sections} (exclusive ${result.exclusive}, shared ${result.shared}) in ${result.seconds} s`,
+    `sections ${result.sections} (exclusive ${result.exclusive}, shared ${result.shared}; under session locks ${result.session}) in ${result.seconds} s`,
     `kills ${result.kills}, terminations ${result.terminations}`,
     `tries busy ${result.busy}, waits timed out ${result.timedOut}, calls failed by the faults ${result.errors}`,
+    `session locks held ${result.sessionHeld}, lost ${result.sessionLost}; through PgBouncer: refused ${result.sessionRefused}, granted ${result.poolerSessionLocks}`,
+    'processes' in result.pooler
+      ? `PgBouncer lane (transaction mode): ${result.pooler.processes} workers`
+      : `PgBouncer lane: skipped (${result.pooler.skipped})`,
     `per adapter: ${Object.entries(result.byAdapter)
       .map(([name, n]) => `${name} ${n}`)
       .join(', ')}`,
     `violations ${result.violations.length}, hung ${result.hung}, crashed ${result.crashes.length} (unexpected ${unexpectedCrashes(result).length})`,
   ];
-  if (result.hung > 0) {
-    lines.push(
-      `  HUNG ${result.hungAdapters.join(', ')} (unexpected ${unexpectedHangs(result).length}; postgres.js hangs: porsager/postgres #1208)`,
-    );
-  }
+  for (const hang of result.hungAdapters) lines.push(`  HUNG ${hang}`);
   for (const violation of result.violations.slice(0, 20)) {
     lines.push(`  VIOLATION ${violation.kind} on ${violation.key}: ${violation.detail}`);
   }
-  const known = new Map<string, number>();
   for (const crash of result.crashes) {
-    if (crash.knownBug)
-      known.set(
-        `${crash.adapter}: ${crash.knownBug}`,
-        (known.get(`${crash.adapter}: ${crash.knownBug}`) ?? 0) + 1,
-      );
+    if (crash.knownBug) lines.push(`  excused crash of ${crash.adapter}: ${crash.knownBug}`);
+    else {
+      const write = crash.fatalWrite
+        ? ` [fatal write on connection ${crash.fatalWrite.connection}: ${crash.fatalWrite.statements.join(' + ') || 'unknown statement'}]`
+        : '';
+      lines.push(`  CRASH ${crash.adapter}${write}: ${crash.stderr.trim().slice(-600)}`);
+    }
   }
-  for (const [bug, n] of known) lines.push(`  known driver crash ×${n} ${bug}`);
-  for (const crash of unexpectedCrashes(result).slice(0, 5))
-    lines.push(`  CRASH ${crash.adapter}: ${crash.stderr}`);
   return lines.join('\n');
 }

@@ -1,25 +1,43 @@
-// A chaos worker process: opens one adapter instance from a conformance harness and takes a random
-// mix of locks on the chaos keys until the deadline, recording each critical section inside the
-// lock's transaction. Usage: chaos-worker <harness module URL> <export> <worker id> <deadline ms | stdin>;
-// with `stdin`, the worker reports `ready` and reads the deadline from its first input line.
+// A chaos worker process: opens one subject (an adapter over its public API) and takes a random mix
+// of locks on the chaos keys until the deadline, recording each critical section. Transaction-scoped
+// sections write inside the lock's transaction; leader-style session locks (a tryAcquireSessionLock
+// loop, or a waiting acquireSessionLock) write in one statement that commits only while the holder's
+// backend still holds the lock. Through the pooler lane every session lock must be refused.
+// Usage: chaos-worker <subject> <direct | pgbouncer> <worker id> <deadline ms | stdin>; with `stdin`,
+// the worker reports `ready` and reads the deadline from its first input line.
 import { createInterface } from 'node:readline';
-import { LockNotAcquiredError } from '@pglock/core';
-import type { AdapterHarness, Sql } from '@pglock/test-kit';
-import { chaosKeys, type WorkerStats } from './chaos-schema.ts';
+import { LockLostError, LockNotAcquiredError, LockUsageError, lockKey, type SessionLock } from '@pglock/core';
+import { type ChaosLane, chaosKeys, type WorkerStats, zeroStats } from './chaos-schema.ts';
+import { watchPostgresJsWrites } from './postgres-js-writes.ts';
+import { type Sql, subjectNamed } from './subjects.ts';
 
-const [moduleUrl, exportName, worker, deadlineText] = process.argv.slice(2);
+const [subjectName, laneText, worker, deadlineText] = process.argv.slice(2);
 const url = process.env.DATABASE_URL;
-if (!moduleUrl || !exportName || !worker || !deadlineText || !url) {
-  throw new Error('usage: chaos-worker <moduleUrl> <export> <worker> <deadline>');
+if (!subjectName || !laneText || !worker || !deadlineText || !url) {
+  throw new Error('usage: chaos-worker <subject> <lane> <worker> <deadline>');
 }
-const harness = (await import(moduleUrl))[exportName] as AdapterHarness;
-const instance = await harness.open(url);
-const stats: WorkerStats = { completed: 0, busy: 0, timedOut: 0, errors: 0 };
+const lane = laneText as ChaosLane;
+const definition = subjectNamed(subjectName);
+const watch = definition.driver === 'postgres.js' ? watchPostgresJsWrites() : undefined;
+process.on('uncaughtException', (error) => {
+  process.stderr.write(`UNCAUGHT ${String(error)}\n${error instanceof Error ? error.stack : ''}\n`);
+  if (watch?.fatal()) process.stderr.write(`FATAL_WRITE ${JSON.stringify(watch.fatal())}\n`);
+  process.exit(70);
+});
+const subject = await definition.open(url, { pooler: lane === 'pgbouncer', postgresJs: watch?.hooks });
+const stats: WorkerStats = zeroStats();
 const say = (event: Record<string, unknown>): void => {
   process.stdout.write(`${JSON.stringify(event)}\n`);
 };
-const pick = <T>(items: readonly T[]): T => items[Math.floor(Math.random() * items.length)] as T;
+const random = (n: number): number => Math.floor(Math.random() * n);
+const pick = <T>(items: readonly T[]): T => items[random(items.length)] as T;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+// Half the time the backend sits idle, half the time it runs a statement, so kills and terminations
+// land in both states.
+const dawdle = async (sql: Sql): Promise<void> => {
+  if (Math.random() < 0.5) await sleep(random(15));
+  else await sql(`SELECT 1 AS one FROM pg_sleep(${(Math.random() * 0.015).toFixed(3)})`);
+};
 
 /** The body of a section: read each key's counter, dawdle, write +1 when exclusive, record the section. */
 async function section(sql: Sql, keys: readonly string[], mode: 'exclusive' | 'shared'): Promise<void> {
@@ -29,30 +47,142 @@ async function section(sql: Sql, keys: readonly string[], mode: 'exclusive' | 's
     const [row] = await sql('SELECT value FROM chaos_counters WHERE key = $1::text', [key]);
     seen.set(key, Number(row?.value));
   }
-  // Half the time the backend sits idle in its transaction, half the time it runs a statement, so
-  // kills and terminations land in both states.
-  if (Math.random() < 0.5) await sleep(Math.floor(Math.random() * 15));
-  else await sql(`SELECT 1 AS one FROM pg_sleep(${(Math.random() * 0.015).toFixed(3)})`);
+  await dawdle(sql);
   for (const key of keys) {
     const value = seen.get(key) as number;
     if (mode === 'exclusive') {
-      // Placeholders in order of appearance: the Kysely harness binds values that way.
       await sql('UPDATE chaos_counters SET value = $1::text::int WHERE key = $2::text', [
         String(value + 1),
         key,
       ]);
     }
     await sql(
-      `INSERT INTO chaos_sections (worker, key, mode, entered, exited, seen)
-       VALUES ($1::text, $2::text, $3::text, $4::text::timestamptz, clock_timestamp(), $5::text::int)`,
+      `INSERT INTO chaos_sections (worker, key, mode, scope, entered, exited, seen)
+       VALUES ($1::text, $2::text, $3::text, 'transaction', $4::text::timestamptz, clock_timestamp(), $5::text::int)`,
       [worker, key, mode, String(entry?.at), String(value)],
     );
   }
   stats.completed++;
 }
 
+// One statement, so it commits (autocommit) only if the holder's backend still holds the lock at
+// that moment: a leader that lost its lock (backend terminated) writes nothing.
+const SESSION_WRITE = `WITH held AS (
+    SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted AND mode = 'ExclusiveLock'
+       AND pid = $1::text::int AND objsubid = 1 AND classid = $2::text::bigint::oid AND objid = $3::text::bigint::oid
+       AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+  ), counted AS (
+    UPDATE chaos_counters SET value = $4::text::int WHERE key = $5::text AND EXISTS (SELECT 1 FROM held) RETURNING key
+  )
+  INSERT INTO chaos_sections (worker, key, mode, scope, entered, exited, seen)
+  SELECT $6::text, key, 'exclusive', 'session', $7::text::timestamptz, clock_timestamp(), $8::text::int FROM counted
+  RETURNING id`;
+
+/** A section under a session lock held by backend `pid`, on the app's own (unpinned) connections. */
+async function sessionSection(pid: number, key: string): Promise<boolean> {
+  const sql = subject.query;
+  const [entry] = await sql('SELECT clock_timestamp()::text AS at');
+  const [row] = await sql('SELECT value FROM chaos_counters WHERE key = $1::text', [key]);
+  const seen = Number(row?.value);
+  await dawdle(sql);
+  const value = BigInt.asUintN(64, (lockKey(key) as { value: bigint }).value);
+  const written = await sql(SESSION_WRITE, [
+    String(pid),
+    String(value >> 32n),
+    String(value & 0xffffffffn),
+    String(seen + 1),
+    key,
+    worker,
+    String(entry?.at),
+    String(seen),
+  ]);
+  if (written.length === 1) stats.completed++;
+  return written.length === 1;
+}
+
+/** What a leader does while it holds the lock: a few ticks, each a section, stopping when it is lost. */
+async function lead(handle: SessionLock, key: string, ticks: number): Promise<void> {
+  if (lane === 'pgbouncer') {
+    // Granted through a transaction-mode pooler: another backend may hold the same lock.
+    stats.poolerSessionLocks++;
+    await handle.release().catch(() => undefined);
+    return;
+  }
+  stats.sessionHeld++;
+  let lost = false;
+  try {
+    for (let tick = 0; tick < ticks && !lost; tick++) {
+      lost = handle.signal.aborted || !(await sessionSection(handle.pid, key));
+      if (!lost) await sleep(random(20));
+    }
+  } finally {
+    const released = await handle.release().then(
+      () => true,
+      (error: unknown) => {
+        if (!LockLostError.is(error)) throw error;
+        return false;
+      },
+    );
+    if (lost || !released) stats.sessionLost++;
+  }
+}
+
+const session = subject.session;
+const heartbeatMs = 200;
+
+/** A standby's try loop: a few tries a little apart, leading when one wins. */
+async function leader(key: string): Promise<void> {
+  for (let attempt = 0; attempt < 4; attempt++) {
+    const handle = await session?.tryAcquireSessionLock(key, { heartbeatMs });
+    if (handle) return lead(handle, key, 1 + random(3));
+    stats.busy++;
+    await sleep(10 + random(30));
+  }
+}
+
+/** A standby that waits (bounded) for the lock, then leads. */
+async function standby(key: string): Promise<void> {
+  const handle = await session?.acquireSessionLock(key, { timeoutMs: 20 + random(200), heartbeatMs });
+  if (handle) await lead(handle, key, 1 + random(2));
+}
+
+type Kind = 'exclusive' | 'shared' | 'try' | 'timeout' | 'multi' | 'leader' | 'standby';
+const kinds: readonly Kind[] = [
+  'exclusive',
+  'shared',
+  'try',
+  'timeout',
+  'multi',
+  ...(session ? (['leader', 'standby'] as const) : []),
+];
+
+async function run(kind: Kind): Promise<void> {
+  const key = pick(chaosKeys);
+  if (kind === 'exclusive') await subject.withLock(key, (sql) => section(sql, [key], 'exclusive'));
+  else if (kind === 'shared') {
+    await subject.withLock(key, (sql) => section(sql, [key], 'shared'), { shared: true });
+  } else if (kind === 'try') {
+    const result = await subject.tryWithLock(key, (sql) => section(sql, [key], 'exclusive'));
+    if (!result.acquired) stats.busy++;
+  } else if (kind === 'timeout') {
+    const timeoutMs = 5 + random(100);
+    await subject.withLock(key, (sql) => section(sql, [key], 'exclusive'), { timeoutMs });
+  } else if (kind === 'multi') {
+    const other = pick(chaosKeys.filter((k) => k !== key));
+    await subject.withLock([key, other], (sql) => section(sql, [key, other], 'exclusive'));
+  } else {
+    try {
+      await (kind === 'leader' ? leader(key) : standby(key));
+    } catch (error) {
+      // Through a transaction-mode pooler this is the expected answer, and nothing was held.
+      if (lane === 'pgbouncer' && LockUsageError.is(error)) stats.sessionRefused++;
+      else throw error;
+    }
+  }
+}
+
 async function step(): Promise<void> {
-  const kind = pick(['exclusive', 'shared', 'try', 'timeout', 'multi'] as const);
+  const kind = pick(kinds);
   const watchdog = setTimeout(() => process.stderr.write(`step ${kind} stuck for 10 s\n`), 10_000);
   try {
     await run(kind);
@@ -61,27 +191,6 @@ async function step(): Promise<void> {
   }
 }
 
-async function run(kind: 'exclusive' | 'shared' | 'try' | 'timeout' | 'multi'): Promise<void> {
-  const key = pick(chaosKeys);
-  if (kind === 'exclusive') await instance.withLock(key, (sql) => section(sql, [key], 'exclusive'));
-  else if (kind === 'shared') {
-    await instance.withLock(key, (sql) => section(sql, [key], 'shared'), { shared: true });
-  } else if (kind === 'try') {
-    const result = await instance.tryWithLock(key, (sql) => section(sql, [key], 'exclusive'));
-    if (!result.acquired) stats.busy++;
-  } else if (kind === 'timeout') {
-    const timeoutMs = 5 + Math.floor(Math.random() * 100);
-    await instance.withLock(key, (sql) => section(sql, [key], 'exclusive'), { timeoutMs });
-  } else {
-    const other = pick(chaosKeys.filter((k) => k !== key));
-    await instance.withLock([key, other], (sql) => section(sql, [key, other], 'exclusive'));
-  }
-}
-
-process.on('uncaughtException', (error) => {
-  process.stderr.write(`UNCAUGHT ${String(error)}\n${new Error('at').stack}\n`);
-  process.exit(70);
-});
 say({ event: 'ready', pid: process.pid });
 const deadline =
   deadlineText === 'stdin'
@@ -96,13 +205,13 @@ while (Date.now() < deadline) {
     else {
       stats.errors++;
       if (process.env.CHAOS_VERBOSE) process.stderr.write(`error: ${String(error)}\n`);
+      // A connection that just died is replaced by the pool on the next call; do not spin on it.
+      await sleep(20);
     }
-    // A connection that just died is replaced by the pool on the next call; do not spin on it.
-    if (!LockNotAcquiredError.is(error)) await sleep(20);
   }
 }
 clearInterval(report);
 say({ event: 'done', ...stats });
 const closing = setTimeout(() => process.stderr.write('close() stuck for 5 s\n'), 5_000);
-await instance.close().catch(() => undefined);
+await subject.close().catch(() => undefined);
 clearTimeout(closing);

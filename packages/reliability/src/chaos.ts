@@ -4,13 +4,18 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import {
-  type ChaosAdapter,
-  chaosAdapters,
+  addStats,
+  type ChaosLane,
   chaosKeys,
   chaosSchema,
+  statsOf,
   type WorkerStats,
+  zeroStats,
 } from './chaos-schema.ts';
 import { checkHistory, type HistoryReport, type SectionRow } from './history.ts';
+import { LeakScan, startPoolerLane } from './pooler-lane.ts';
+import { type FatalWrite, ormOwnEnd } from './postgres-js-writes.ts';
+import { type SubjectDefinition, subjects } from './subjects.ts';
 
 const workerPath = fileURLToPath(new URL('./chaos-worker.ts', import.meta.url));
 
@@ -20,29 +25,35 @@ export interface ChaosOptions {
   readonly url: string;
   /** How long workers take locks while the controller kills and terminates. */
   readonly seconds: number;
-  /** Worker processes, spread over every adapter in turn (at least one per adapter). */
+  /** Worker processes straight to PostgreSQL, spread over every subject in turn (at least one each). */
   readonly processes?: number;
+  /**
+   * Worker processes through a PgBouncer in transaction mode that the run starts (default: one per
+   * subject; 0 for none). Skipped, with the reason in the result, when PgBouncer is not installed.
+   */
+  readonly poolerProcesses?: number;
   /** False for a baseline run without kills and terminations. */
   readonly faults?: boolean;
+  /** Only these subjects (default: every one in {@link subjects}), e.g. to chase one adapter's crash. */
+  readonly subjects?: readonly string[] | undefined;
   /** Progress lines. */
   readonly log?: (line: string) => void;
 }
 
-/** The counts a run prints; `violations` (of the checker), `hung` and `crashed` must be zero. */
+/** The counts a run prints; `violations` (of the checker), `hung` and unexpected crashes must be zero. */
 export interface ChaosResult extends HistoryReport, WorkerStats {
   readonly kills: number;
   readonly terminations: number;
   /** Workers that had not finished 20 s after the deadline (a call that never returned). */
   readonly hung: number;
-  /** The adapters of the hung workers. */
+  /** The hung workers: subject, lane and the end of their stderr. */
   readonly hungAdapters: readonly string[];
-  /**
-   * Worker exits the controller did not cause (an uncaught error), with the adapter, the error, and
-   * the upstream driver bug it is, when known (those do not fail the run; unknown ones do).
-   */
+  /** Worker exits the controller did not cause (an uncaught error), each with its verdict. */
   readonly crashes: readonly ChaosCrash[];
-  /** Per adapter: sections completed. */
+  /** Per subject and lane (`kysely-pg`, `kysely-pg via pgbouncer`): sections completed. */
   readonly byAdapter: Readonly<Record<string, number>>;
+  /** The pooler lane's worker count, or why it did not run. */
+  readonly pooler: { readonly processes: number } | { readonly skipped: string };
   readonly seconds: number;
 }
 
@@ -50,29 +61,19 @@ export interface ChaosResult extends HistoryReport, WorkerStats {
 export interface ChaosCrash {
   readonly adapter: string;
   readonly stderr: string;
+  /**
+   * Why the crash does not fail the run, when it is excused: only a postgres.js write-timer crash
+   * whose fatal write was the ORM's own COMMIT/ROLLBACK (porsager/postgres #1208). `undefined` fails it.
+   */
   readonly knownBug: string | undefined;
+  /** For a postgres.js write-timer crash: the write that threw, as the worker's watch saw it. */
+  readonly fatalWrite?: FatalWrite | undefined;
 }
 
-// Driver crashes that no lock library can catch: they are thrown from driver callbacks, not from a call.
-const knownBugs: readonly [RegExp, string][] = [
-  [
-    // Seen once in CI (drizzle on node-postgres): the worker had finished every call and reported
-    // its stats, then pg-pool's end() never settled. Not yet explained (see docs/reliability.md).
-    /^exit 13: close\(\) stuck for 5 s/,
-    'OPEN: pool.end() never settled after the worker finished (node-postgres, after backend terminations); under investigation',
-  ],
-  [
-    /Cannot read properties of null \(reading 'write'\)/,
-    'postgres.js nextWrite on a closed socket (porsager/postgres #1154, #1208; fix PR #1209)',
-  ],
-  [
-    /UNCAUGHT (error: terminating connection|Error: Connection terminated unexpectedly)/,
-    "node-postgres: a client checked out by the ORM has no 'error' listener (pg-pool; brianc/node-postgres #1165); apps add pool.on('connect', (c) => c.on('error', …))",
-  ],
-];
-
 interface Slot {
-  readonly adapter: ChaosAdapter;
+  readonly subject: SubjectDefinition;
+  readonly lane: ChaosLane;
+  readonly url: string;
   readonly id: string;
   child: ChildProcess | undefined;
   /** The latest stats of the current process, and the sum over the slot's earlier (dead) processes. */
@@ -84,18 +85,14 @@ interface Slot {
   stderr: string;
 }
 
-const zero = (): WorkerStats => ({ completed: 0, busy: 0, timedOut: 0, errors: 0 });
-const add = (a: WorkerStats, b: WorkerStats): WorkerStats => ({
-  completed: a.completed + b.completed,
-  busy: a.busy + b.busy,
-  timedOut: a.timedOut + b.timedOut,
-  errors: a.errors + b.errors,
-});
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const label = (slot: Slot): string =>
+  slot.lane === 'direct' ? slot.subject.name : `${slot.subject.name} via pgbouncer`;
 
 /**
- * Runs worker processes of every adapter against a fresh database while SIGKILLing workers and
- * terminating their backends at random, then checks the recorded history with {@link checkHistory}.
+ * Runs worker processes of every subject against a fresh database, straight and through PgBouncer in
+ * transaction mode, while SIGKILLing workers and terminating their backends at random; then checks
+ * the recorded history with {@link checkHistory}.
  *
  * @example
  * ```ts
@@ -112,48 +109,66 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
   const runUrl = new URL(options.url);
   runUrl.pathname = `/${database}`;
   const db = new pg.Client({ connectionString: runUrl.href, application_name: 'pglock-chaos-controller' });
+  const chosen = subjects.filter((s) => options.subjects?.includes(s.name) ?? true);
+  if (chosen.length === 0) throw new Error(`no subject among ${options.subjects?.join(', ')}`);
+  const poolerProcesses = options.poolerProcesses ?? chosen.length;
+  const lane = poolerProcesses > 0 ? await startPoolerLane(runUrl.href) : 'poolerProcesses is 0';
   try {
     await db.connect();
     await db.query(chaosSchema);
     await db.query('INSERT INTO chaos_counters SELECT unnest($1::text[]), 0', [[...chaosKeys]]);
-    return await drive(options, runUrl.href, db, log);
+    const poolerLane = typeof lane === 'string' ? lane : { ...lane, poolerProcesses };
+    return await drive(options, chosen, runUrl.href, db, poolerLane, log);
   } finally {
+    if (typeof lane !== 'string') await lane.stop();
     await db.end().catch(() => undefined);
     await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`).catch(() => undefined);
     await admin.end();
   }
 }
 
+type Lane = Exclude<Awaited<ReturnType<typeof startPoolerLane>>, string> & {
+  readonly poolerProcesses: number;
+};
+
 async function drive(
   options: ChaosOptions,
+  chosen: readonly SubjectDefinition[],
   url: string,
   db: pg.Client,
+  lane: Lane | string,
   log: (line: string) => void,
 ): Promise<ChaosResult> {
-  const count = Math.max(options.processes ?? chaosAdapters.length, chaosAdapters.length);
+  const count = Math.max(options.processes ?? chosen.length, chosen.length);
+  const pooled = typeof lane === 'string' ? 0 : lane.poolerProcesses;
   // Set once every worker has imported its ORM (tsx transpiles on first start: seconds on 2 cores).
   let started = Number.POSITIVE_INFINITY;
   let deadline = Number.POSITIVE_INFINITY;
   const crashes: ChaosCrash[] = [];
-  const slots: Slot[] = Array.from({ length: count }, (_, i) => ({
-    adapter: chaosAdapters[i % chaosAdapters.length] as ChaosAdapter,
-    id: `w${i}`,
+  const slot = (i: number, laneName: ChaosLane, laneUrl: string): Slot => ({
+    subject: chosen[i % chosen.length] as SubjectDefinition,
+    lane: laneName,
+    url: laneUrl,
+    id: `${laneName === 'direct' ? 'w' : 'b'}${i}`,
     child: undefined,
-    current: zero(),
-    past: zero(),
+    current: zeroStats(),
+    past: zeroStats(),
     done: false,
     ready: false,
     killedByUs: false,
     stderr: '',
-  }));
+  });
+  const slots: Slot[] = [
+    ...Array.from({ length: count }, (_, i) => slot(i, 'direct', url)),
+    ...Array.from({ length: pooled }, (_, i) => slot(i, 'pgbouncer', (lane as Lane).url)),
+  ];
   const exits: Promise<void>[] = [];
   const spawnWorker = (slot: Slot): void => {
-    slot.past = add(slot.past, slot.current);
-    slot.current = zero();
+    slot.past = addStats(slot.past, slot.current);
+    slot.current = zeroStats();
     slot.killedByUs = false;
     slot.ready = false;
     slot.stderr = '';
-    const moduleUrl = new URL(slot.adapter.module, import.meta.url).href;
     const child = spawn(
       process.execPath,
       [
@@ -161,32 +176,28 @@ async function drive(
         '--import',
         'tsx',
         workerPath,
-        moduleUrl,
-        slot.adapter.exportName,
+        slot.subject.name,
+        slot.lane,
         slot.id,
         Number.isFinite(deadline) ? String(deadline) : 'stdin',
       ],
-      { env: { ...process.env, DATABASE_URL: url }, stdio: ['pipe', 'pipe', 'pipe'] },
+      { env: { ...process.env, DATABASE_URL: slot.url }, stdio: ['pipe', 'pipe', 'pipe'] },
     );
     slot.child = child;
     child.stderr?.on('data', (chunk) => {
-      slot.stderr = (slot.stderr + String(chunk)).slice(-2_000);
+      slot.stderr = (slot.stderr + String(chunk)).slice(-4_000);
     });
     createInterface({ input: child.stdout! }).on('line', (line) => {
       const event = parse(line);
-      if (event?.event === 'stats' || event?.event === 'done') slot.current = pickStats(event);
+      if (event?.event === 'stats' || event?.event === 'done') slot.current = statsOf(event);
       if (event?.event === 'ready') slot.ready = true;
       if (event?.event === 'done') slot.done = true;
     });
     exits.push(
       new Promise((resolve) =>
         child.once('exit', (code, signal) => {
-          if (!slot.killedByUs && code !== 0) {
-            const stderr = `exit ${code ?? signal}: ${slot.stderr}`;
-            // The pg adapter checks its clients out itself, so an unhandled client error there is ours.
-            const known = slot.adapter.name === 'pg' ? undefined : knownBugs.find(([re]) => re.test(stderr));
-            crashes.push({ adapter: slot.adapter.name, stderr, knownBug: known?.[1] });
-          }
+          if (!slot.killedByUs && code !== 0)
+            crashes.push(verdict(label(slot), `exit ${code ?? signal}: ${slot.stderr}`));
           if (!slot.done && Date.now() < deadline - 500) setTimeout(() => spawnWorker(slot), 50);
           resolve();
         }),
@@ -208,9 +219,11 @@ async function drive(
 
   let kills = 0;
   let terminations = 0;
+  const leaks = new LeakScan();
   await sleep(500);
   while (Date.now() < deadline - 500) {
     await sleep(100 + Math.random() * 300);
+    if (typeof lane !== 'string') await leaks.scan(db, await lane.serverPids());
     if (options.faults === false) continue;
     if (Math.random() < 0.25) {
       const slot = slots[Math.floor(Math.random() * slots.length)] as Slot;
@@ -220,12 +233,15 @@ async function drive(
         kills++;
       }
     } else {
-      // Prefer a backend inside a section (holding an advisory lock), else any worker backend.
+      // Prefer a backend inside a section (holding an advisory lock), else any worker backend; spare
+      // a suspected leak on the pooler, so that the scan can confirm it.
       const { rows } = await db.query<{ pid: number }>(
         `SELECT a.pid FROM pg_stat_activity a
           WHERE a.datname = current_database() AND a.pid <> pg_backend_pid() AND a.backend_type = 'client backend'
+            AND NOT a.pid = ANY($1::int[])
           ORDER BY EXISTS (SELECT 1 FROM pg_locks l WHERE l.pid = a.pid AND l.locktype = 'advisory' AND l.granted) DESC,
                    random() LIMIT 1`,
+        [leaks.suspectPids()],
       );
       if (rows[0]) {
         const [row] = (await db.query('SELECT pg_terminate_backend($1) AS ok', [rows[0].pid])).rows;
@@ -236,30 +252,38 @@ async function drive(
   log(`chaos: faults stopped after ${((Date.now() - started) / 1000).toFixed(1)} s; waiting for workers`);
 
   const hungAdapters = await waitForWorkers(slots, exits, deadline + 20_000);
-  await waitForBackends(db);
-  const heldLocks = Number(
-    (
-      await db.query(
-        `SELECT count(*) AS n FROM pg_locks WHERE locktype = 'advisory'
+  // The pooler keeps its server connections: once the workers are gone they must hold nothing.
+  const poolerPids = typeof lane === 'string' ? [] : await lane.serverPids();
+  await waitForBackends(db, poolerPids);
+  const held = (
+    await db.query<{ pid: number }>(
+      `SELECT pid FROM pg_locks WHERE locktype = 'advisory'
           AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
-      )
-    ).rows[0]?.n,
-  );
+    )
+  ).rows;
+  for (const { pid } of held.filter((row) => poolerPids.includes(row.pid))) {
+    leaks.add(`backend ${pid} of the pooler still holds an advisory lock after every worker ended`);
+  }
   const sections = (
     await db.query(
-      `SELECT id::int AS id, worker, key, mode, seen,
+      `SELECT id::int AS id, worker, key, mode, scope, seen,
               (extract(epoch FROM entered) * 1000000)::bigint::text AS entered,
               (extract(epoch FROM exited) * 1000000)::bigint::text AS exited
          FROM chaos_sections`,
     )
   ).rows.map((row): SectionRow => ({ ...row, entered: BigInt(row.entered), exited: BigInt(row.exited) }));
   const counters = (await db.query('SELECT key, value FROM chaos_counters')).rows;
-  const report = checkHistory({ sections, counters, heldLocks });
-  const totals = slots.reduce((sum, slot) => add(sum, add(slot.past, slot.current)), zero());
+  const totals = slots.reduce((sum, slot) => addStats(sum, addStats(slot.past, slot.current)), zeroStats());
+  const report = checkHistory({
+    sections,
+    counters,
+    heldLocks: held.length,
+    poolerSessionLocks: totals.poolerSessionLocks,
+    poolerLeaks: leaks.found(),
+  });
   const byAdapter: Record<string, number> = {};
   for (const slot of slots) {
-    byAdapter[slot.adapter.name] =
-      (byAdapter[slot.adapter.name] ?? 0) + slot.past.completed + slot.current.completed;
+    byAdapter[label(slot)] = (byAdapter[label(slot)] ?? 0) + slot.past.completed + slot.current.completed;
   }
   return {
     ...report,
@@ -270,8 +294,25 @@ async function drive(
     hungAdapters,
     crashes,
     byAdapter,
+    pooler: typeof lane === 'string' ? { skipped: lane } : { processes: pooled },
     seconds: options.seconds,
   };
+}
+
+/**
+ * The verdict on a crash. The only excuse: postgres.js throwing from its write timer (a write to a
+ * connection that had closed, porsager/postgres #1208) where the fatal write was the ORM's own
+ * COMMIT/ROLLBACK. A write pglock sent, an unknown write, and every other crash fail the run.
+ */
+function verdict(adapter: string, stderr: string): ChaosCrash {
+  const line = /^FATAL_WRITE (.*)$/m.exec(stderr)?.[1];
+  const fatalWrite = line === undefined ? undefined : (parse(line) as unknown as FatalWrite | undefined);
+  const timerCrash = /Cannot read properties of null \(reading 'write'\)/.test(stderr);
+  const knownBug =
+    timerCrash && ormOwnEnd(fatalWrite)
+      ? `postgres.js write timer on a closed connection (porsager/postgres #1208): the fatal write was the ORM's own ${fatalWrite?.statements.join(' + ')} on connection ${fatalWrite?.connection}${fatalWrite?.closedBefore ? ', reported closed before' : ''}`
+      : undefined;
+  return { adapter, stderr, knownBug, fatalWrite };
 }
 
 async function waitForWorkers(
@@ -289,9 +330,7 @@ async function waitForWorkers(
   const hung: string[] = [];
   for (const slot of slots) {
     if (slot.child && slot.child.exitCode === null && slot.child.signalCode === null) {
-      hung.push(
-        `${slot.adapter.name} (${slot.done ? 'after' : 'before'} done: ${slot.stderr.trim().slice(-200)})`,
-      );
+      hung.push(`${label(slot)} (${slot.done ? 'after' : 'before'} done: ${slot.stderr.trim().slice(-300)})`);
       slot.killedByUs = true;
       slot.child.kill('SIGKILL');
     }
@@ -301,11 +340,14 @@ async function waitForWorkers(
 }
 
 // Backends of killed processes end once PostgreSQL notices the closed socket; give them a moment.
-async function waitForBackends(db: pg.Client): Promise<void> {
+// The pooler's own server connections stay until the pooler stops.
+async function waitForBackends(db: pg.Client, poolerPids: readonly number[]): Promise<void> {
   for (let i = 0; i < 100; i++) {
     const { rows } = await db.query(
       `SELECT count(*)::int AS n FROM pg_stat_activity
-        WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'`,
+        WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'
+          AND NOT pid = ANY($1::int[])`,
+      [[...poolerPids]],
     );
     if (rows[0]?.n === 0) return;
     await sleep(100);
@@ -318,13 +360,4 @@ function parse(line: string): Record<string, unknown> | undefined {
   } catch {
     return undefined;
   }
-}
-
-function pickStats(event: Record<string, unknown>): WorkerStats {
-  return {
-    completed: Number(event.completed),
-    busy: Number(event.busy),
-    timedOut: Number(event.timedOut),
-    errors: Number(event.errors),
-  };
 }

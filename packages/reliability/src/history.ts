@@ -1,14 +1,18 @@
 /**
- * One committed critical section on one key, as a chaos worker recorded it inside the lock's own
- * transaction: `entered` after the lock was granted, `exited` as the last statement before COMMIT,
- * both PostgreSQL's `clock_timestamp()` (one clock for every process). A section whose process or
- * backend died never commits, so it leaves no row, and neither does its increment.
+ * One committed critical section on one key, as a chaos worker recorded it: `entered` after the lock
+ * was granted, `exited` as the last statement before COMMIT, both PostgreSQL's `clock_timestamp()`
+ * (one clock for every process). A transaction-scoped section writes inside the lock's own
+ * transaction; a session-lock section writes in one statement that commits only if the holder's
+ * backend still holds the lock in `pg_locks`. A section whose process or backend died, or whose
+ * session lock was lost, never commits: it leaves no row, and neither does its increment.
  */
 export interface SectionRow {
   readonly id: number;
   readonly worker: string;
   readonly key: string;
   readonly mode: 'exclusive' | 'shared';
+  /** Which lock guarded it: a transaction-scoped one or a session lock (the two conflict on a key). */
+  readonly scope?: 'transaction' | 'session' | undefined;
   /** Microseconds since the epoch (`clock_timestamp()`), so that ordering is exact. */
   readonly entered: bigint;
   readonly exited: bigint;
@@ -24,7 +28,13 @@ export interface CounterRow {
 
 /** A broken guarantee, with the rows that show it. */
 export interface Violation {
-  readonly kind: 'exclusive-overlap' | 'shared-overlap' | 'lost-increment' | 'lock-left-held';
+  readonly kind:
+    | 'exclusive-overlap'
+    | 'shared-overlap'
+    | 'lost-increment'
+    | 'lock-left-held'
+    | 'session-lock-through-pooler'
+    | 'lock-leaked-through-pooler';
   readonly key: string;
   readonly detail: string;
 }
@@ -34,13 +44,16 @@ export interface HistoryReport {
   readonly sections: number;
   readonly exclusive: number;
   readonly shared: number;
+  /** Sections guarded by a session lock (leaders and standbys). */
+  readonly session: number;
   readonly violations: readonly Violation[];
 }
 
 /**
  * Checks a chaos history: no two exclusive sections on a key overlapped, no exclusive section
  * overlapped a shared one, every committed increment is in the final counter (and each exclusive
- * section saw the value the one before it wrote), and no advisory lock is left held.
+ * section saw the value the one before it wrote), no advisory lock is left held, no session lock was
+ * granted through a transaction-mode pooler, and no refused one stayed behind on a pooler's backend.
  *
  * @example
  * ```ts
@@ -53,6 +66,13 @@ export function checkHistory(history: {
   readonly counters: readonly CounterRow[];
   /** Advisory locks still in `pg_locks` for the run's database once every process is gone. */
   readonly heldLocks: number;
+  /** Session locks a worker was handed through a transaction-mode pooler (each is a possible second holder). */
+  readonly poolerSessionLocks?: number | undefined;
+  /**
+   * Advisory locks seen held by an idle (not in a transaction) server connection of the pooler: a
+   * session lock left behind there, which every later transaction on that backend would share.
+   */
+  readonly poolerLeaks?: readonly string[] | undefined;
 }): HistoryReport {
   const violations: Violation[] = [];
   // Map.groupBy is Node 21+; the repo supports Node 20.
@@ -79,11 +99,22 @@ export function checkHistory(history: {
       detail: `${history.heldLocks} advisory lock(s) still held after every process ended`,
     });
   }
+  if ((history.poolerSessionLocks ?? 0) > 0) {
+    violations.push({
+      kind: 'session-lock-through-pooler',
+      key: '*',
+      detail: `${history.poolerSessionLocks} session lock(s) granted through a transaction-mode pooler instead of refused`,
+    });
+  }
+  for (const leak of history.poolerLeaks ?? []) {
+    violations.push({ kind: 'lock-leaked-through-pooler', key: '*', detail: leak });
+  }
   const exclusive = history.sections.filter((row) => row.mode === 'exclusive').length;
   return {
     sections: history.sections.length,
     exclusive,
     shared: history.sections.length - exclusive,
+    session: history.sections.filter((row) => row.scope === 'session').length,
     violations,
   };
 }
@@ -138,5 +169,5 @@ function compare(a: bigint, b: bigint): number {
 }
 
 function describe(row: SectionRow): string {
-  return `#${row.id} (${row.mode}, ${row.worker}, ${row.entered}..${row.exited})`;
+  return `#${row.id} (${row.mode}${row.scope === 'session' ? ' session' : ''}, ${row.worker}, ${row.entered}..${row.exited})`;
 }

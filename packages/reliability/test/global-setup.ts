@@ -1,6 +1,6 @@
-import { generateClient, testOutput, testSchema } from '../../prisma/test/generate-client.ts';
+import { generatePrismaClient } from '../src/prisma/generate.ts';
 
-/** The chaos workers import the Prisma harness, whose generated client must exist first. */
+/** The Prisma subject imports this package's generated client, which must exist before any test. */
 export default async function setup(): Promise<void> {
-  await generateClient(testSchema, testOutput);
+  await generatePrismaClient();
 }

@@ -32,7 +32,7 @@ describe('checkHistory', () => {
       ],
       heldLocks: 0,
     });
-    expect(report).toEqual({ sections: 6, exclusive: 4, shared: 2, violations: [] });
+    expect(report).toEqual({ sections: 6, exclusive: 4, shared: 2, session: 0, violations: [] });
   });
 
   it('finds two overlapping exclusive sections on a key', () => {
@@ -101,5 +101,27 @@ describe('checkHistory', () => {
   it('finds advisory locks left held', () => {
     const report = checkHistory({ sections: [], counters: [], heldLocks: 2 });
     expect(report.violations).toMatchObject([{ kind: 'lock-left-held' }]);
+  });
+
+  it('counts session-lock sections, and finds them overlapping transaction-scoped ones (the two lock spaces are one)', () => {
+    const session = { ...row('a', 'exclusive', 0, 10, 0), scope: 'session' as const };
+    const sections = [session, row('a', 'exclusive', 5, 15, 1)];
+    const report = checkHistory({ sections, counters: [{ key: 'a', value: 2 }], heldLocks: 0 });
+    expect(report.session).toBe(1);
+    expect(report.violations.map((v) => v.kind)).toEqual(['exclusive-overlap']);
+  });
+
+  it('finds a session lock granted through a transaction-mode pooler, and one left behind there', () => {
+    const report = checkHistory({
+      sections: [],
+      counters: [],
+      heldLocks: 0,
+      poolerSessionLocks: 1,
+      poolerLeaks: ['pooler backend 7 sat idle holding chaos:a'],
+    });
+    expect(report.violations.map((v) => v.kind)).toEqual([
+      'session-lock-through-pooler',
+      'lock-leaked-through-pooler',
+    ]);
   });
 });

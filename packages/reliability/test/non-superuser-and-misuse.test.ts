@@ -115,28 +115,26 @@ describe('misuse of releases and handles', () => {
       expect(LockLostError.is(await handle.release().catch((e: unknown) => e))).toBe(true);
   });
 
-  it('unlocking what this session does not hold rejects with LockLostError, and nothing changes', async () => {
-    const { acquireSessionLocks, lockRequest, releaseSessionLocks } = await import('@pglock/core');
+  it('the guarded unlock a release sends touches only what this connection holds, mode by mode', async () => {
+    const { lockRequest, lockStatements, sessionUnlockStatements } = await import('@pglock/core/adapter');
     const client = new pg.Client(url);
     await client.connect();
     try {
-      const executor = {
-        query: async (s: { text: string; values: readonly string[] }) =>
-          (await client.query(s.text, [...s.values])).rows,
-      };
+      const run = async (s: { text: string; values: readonly string[] }) =>
+        (await client.query(s.text, [...s.values])).rows;
       const name = `misuse:${randomUUID()}`;
-      expect(
-        LockLostError.is(await releaseSessionLocks(executor, lockRequest(name)).catch((e: unknown) => e)),
-      ).toBe(true);
-      expect(await acquireSessionLocks(executor, lockRequest(name))).toBe(true);
+      const { keys } = lockRequest(name);
+      const [unlockExclusive] = sessionUnlockStatements(keys, false);
+      const [unlockShared] = sessionUnlockStatements(keys, true);
+      // Not held: no row, so core reports LockLostError instead of releasing someone else's count.
+      expect(await run(unlockExclusive!)).toEqual([]);
+      const [take] = lockStatements(keys, 'session', false, 'try');
+      expect((await run(take!)).map((row) => row.ok)).toEqual([true]);
       // Shared and exclusive are different locks: unlocking the shared one does not touch the exclusive.
-      expect(
-        LockLostError.is(
-          await releaseSessionLocks(executor, lockRequest(name, { shared: true })).catch((e: unknown) => e),
-        ),
-      ).toBe(true);
+      expect(await run(unlockShared!)).toEqual([]);
       expect(await backdoor.locksOn((lockKey(name) as { value: bigint }).value)).toHaveLength(1);
-      await releaseSessionLocks(executor, lockRequest(name));
+      expect((await run(unlockExclusive!)).map((row) => row.ok)).toEqual([true]);
+      expect(await backdoor.locksOn((lockKey(name) as { value: bigint }).value)).toEqual([]);
     } finally {
       await client.end();
     }

@@ -1,27 +1,24 @@
-import {
-  acquireSessionLocks,
-  type LockExecutor,
-  LockLostError,
-  lockRequest,
-  releaseSessionLocks,
-} from '@pglock/core';
+import { lockRequest, lockStatements, type Statement, sessionUnlockStatements } from '@pglock/core/adapter';
 import { Backdoor } from '@pglock/test-kit';
 import fc from 'fast-check';
 import pg from 'pg';
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
 
 // Session advisory locks are reentrant per connection and per mode: PostgreSQL counts them, and
-// each unlock undoes one lock. The model is that count; `pg_locks` must show a row exactly when it is > 0.
+// each unlock undoes one lock. The model is that count; `pg_locks` must show a row exactly when it is
+// > 0, and core's guarded unlock (what a session lock's release sends) must release one count when
+// the connection holds the lock and touch nothing (no row) when it does not.
+type Executor = (statement: Statement) => Promise<Record<string, unknown>[]>;
 const url = inject('databaseUrl');
 let backdoor: Backdoor;
 let client: pg.Client;
-let executor: LockExecutor;
+let executor: Executor;
 let pid: number;
 beforeAll(async () => {
   backdoor = await Backdoor.open(url);
   client = new pg.Client(url);
   await client.connect();
-  executor = { query: async (s) => (await client.query(s.text, [...s.values])).rows };
+  executor = async (s) => (await client.query(s.text, [...s.values])).rows;
   pid = (await client.query('SELECT pg_backend_pid() AS pid')).rows[0].pid;
 });
 afterAll(async () => {
@@ -33,36 +30,34 @@ type Model = Map<string, number>;
 const names = [`model:a:${Math.random()}`, `model:b:${Math.random()}`];
 const slot = (name: string, shared: boolean) => `${name}|${shared}`;
 
-class Lock implements fc.AsyncCommand<Model, LockExecutor> {
+class Lock implements fc.AsyncCommand<Model, Executor> {
   constructor(
     readonly name: string,
     readonly shared: boolean,
   ) {}
   check = () => true;
-  async run(model: Model, real: LockExecutor): Promise<void> {
-    expect(
-      await acquireSessionLocks(real, lockRequest(this.name, { shared: this.shared, timeoutMs: 0 })),
-    ).toBe(true);
+  async run(model: Model, real: Executor): Promise<void> {
+    const [attempt] = lockStatements(lockRequest(this.name).keys, 'session', this.shared, 'try');
+    expect((await real(attempt as Statement)).map((row) => row.ok)).toEqual([true]);
     model.set(slot(this.name, this.shared), (model.get(slot(this.name, this.shared)) ?? 0) + 1);
     await expectMatches(model);
   }
   toString = () => `lock(${this.name.slice(6, 7)}, ${this.shared ? 'shared' : 'exclusive'})`;
 }
 
-class Unlock implements fc.AsyncCommand<Model, LockExecutor> {
+class Unlock implements fc.AsyncCommand<Model, Executor> {
   constructor(
     readonly name: string,
     readonly shared: boolean,
   ) {}
   check = () => true;
-  async run(model: Model, real: LockExecutor): Promise<void> {
+  async run(model: Model, real: Executor): Promise<void> {
     const held = model.get(slot(this.name, this.shared)) ?? 0;
-    const outcome = await releaseSessionLocks(real, lockRequest(this.name, { shared: this.shared })).catch(
-      (e: unknown) => e,
-    );
-    if (held === 0) expect(LockLostError.is(outcome)).toBe(true);
+    const [unlock] = sessionUnlockStatements(lockRequest(this.name).keys, this.shared);
+    const rows = await real(unlock as Statement);
+    if (held === 0) expect(rows).toEqual([]);
     else {
-      expect(outcome).toBeUndefined();
+      expect(rows.map((row) => row.ok)).toEqual([true]);
       model.set(slot(this.name, this.shared), held - 1);
     }
     await expectMatches(model);
