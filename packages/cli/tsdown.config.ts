@@ -1,9 +1,9 @@
 import { defineConfig } from 'tsdown';
 
-export default defineConfig({
-  entry: ['src/index.ts', 'src/cli.ts'],
-  format: 'esm',
-  dts: true,
-  platform: 'node',
-  target: 'node20',
-});
+const shared = { dts: true, platform: 'node', target: 'node20' } as const;
+
+export default defineConfig([
+  // The binary shares its chunks with the ESM library; it awaits at the top level, so it has no CJS build.
+  { ...shared, entry: ['src/index.ts', 'src/cli.ts'], format: 'esm' },
+  { ...shared, entry: ['src/index.ts'], format: 'cjs' },
+]);
