@@ -44,6 +44,18 @@ function groups(keys: readonly LockKey[]): KeyGroup[] {
   return result;
 }
 
+/**
+ * The lock function's arguments with the first one evaluated only after `lock_timeout` is set to
+ * `budget`: a CASE evaluates its condition first (PostgreSQL documents CASE as the way to force an
+ * evaluation order), and `set_config` never returns NULL, so the argument is unchanged.
+ */
+function afterBudget(args: string, budget: string): string {
+  const comma = args.indexOf(',');
+  const first = comma < 0 ? args : args.slice(0, comma);
+  const rest = comma < 0 ? '' : args.slice(comma);
+  return `CASE WHEN set_config('lock_timeout', ${budget}, true) IS NOT NULL THEN ${first} END${rest}`;
+}
+
 function numbered(text: string): string {
   let n = 1;
   return text.replace(/\$N/g, () => `$${n++}`);
@@ -96,11 +108,13 @@ function singleText(scope: LockScope, shared: boolean, kind: Kind, form: 'bigint
     case 'wait':
       return `SELECT 1 AS locked FROM ${lock}(${args})`;
     case 'timed':
+      // See docs/protocol.md for the order: the FROM row (the caller's value) exists before the select
+      // list is computed; each CASE evaluates its condition before its result, and arguments are
+      // evaluated before the function: save, set the budget, lock, restore.
       return (
-        "WITH prev AS MATERIALIZED (SELECT current_setting('lock_timeout') AS lock_timeout), " +
-        "budget AS MATERIALIZED (SELECT set_config('lock_timeout', $N::text, true) AS ms FROM prev), " +
-        `locked AS MATERIALIZED (SELECT ${lock}(${args}) FROM budget) ` +
-        "SELECT count(*)::int AS locked, set_config('lock_timeout', (SELECT lock_timeout FROM prev), true) AS restored FROM locked"
+        "SELECT 1 AS locked, set_config('lock_timeout', " +
+        `CASE WHEN ${lock}(${afterBudget(args, '$N::text')}) IS NULL THEN p.lock_timeout ELSE p.lock_timeout END, true) AS restored ` +
+        "FROM current_setting('lock_timeout') AS p(lock_timeout)"
       );
     case 'try':
       return `SELECT 1 AS i, ${lock}(${args}) AS ok`;
@@ -115,17 +129,17 @@ function groupText(scope: LockScope, shared: boolean, kind: Kind, form: 'bigint'
   switch (kind) {
     case 'wait':
       return `SELECT count(*)::int AS locked FROM (SELECT ${lock}(${args}) FROM ${source}) AS l`;
-    case 'timed':
+    case 'timed': {
+      // As the single-key form, once per row of `source` (array order): each key gets what is left
+      // of the budget since `p.started`; the aggregate has consumed every row before the restore.
+      const left =
+        'greatest(1, ceil($N::text::int - extract(epoch FROM clock_timestamp() - p.started) * 1000))::bigint::text';
       return (
-        'WITH prev AS MATERIALIZED (' +
-        "SELECT current_setting('lock_timeout') AS lock_timeout, clock_timestamp() + $N::text::int * interval '1 millisecond' AS deadline" +
-        '), locked AS MATERIALIZED (' +
-        `SELECT ${lock}(${args}) FROM (` +
-        "SELECT u.*, set_config('lock_timeout', greatest(1, ceil(extract(epoch FROM p.deadline - clock_timestamp()) * 1000))::bigint::text, true) AS budget " +
-        `FROM prev AS p, ${source}` +
-        ') AS u' +
-        ") SELECT count(*)::int AS locked, set_config('lock_timeout', (SELECT lock_timeout FROM prev), true) AS restored FROM locked"
+        "SELECT count(*)::int AS locked, set_config('lock_timeout', " +
+        `CASE WHEN count(${lock}(${afterBudget(args, left)})) IS NULL THEN min(p.lock_timeout) ELSE min(p.lock_timeout) END, true) AS restored ` +
+        `FROM ROWS FROM (current_setting('lock_timeout'), clock_timestamp()) AS p(lock_timeout, started), ${source}`
       );
+    }
     case 'try':
       return `SELECT u.i::int AS i, ${lock}(${args}) AS ok FROM ${source}`;
     case 'release':
