@@ -8,7 +8,10 @@ import { runChaos } from './chaos.ts';
 import { chaosPassed, formatChaos } from './chaos-report.ts';
 import { generatePrismaClient } from './prisma/generate.ts';
 
+// `pnpm chaos -- --seconds 20` hands the script a leading `--` (pnpm passes it through): skip it.
+const argv = process.argv.slice(2);
 const { values } = parseArgs({
+  args: argv[0] === '--' ? argv.slice(1) : argv,
   options: {
     seconds: { type: 'string', default: '60' },
     processes: { type: 'string', default: '12' },
