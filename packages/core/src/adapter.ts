@@ -14,6 +14,7 @@ export {
   type SessionAdvisoryLocks,
 } from './create-advisory-locks.ts';
 export { LockTrace, startTrace, type Trace } from './diagnostics.ts';
+export { parseDuration } from './duration.ts';
 export { inspectLocks, inspectLocksStatement, isLocked, lockTag, type QueryRunner } from './inspect-locks.ts';
 export type {
   Cancellation,

@@ -1,9 +1,16 @@
 import { InvalidLockOptionsError } from './errors.ts';
 import { type AdvisoryLockInfo, inspectLocks, isLocked } from './inspect-locks.ts';
+import { type LeaderCampaign, type LeaderOptions, startLeader } from './leader.ts';
 import { type LockKeyInput, lockKey } from './lock-key.ts';
-import type { LockPort } from './lock-port.ts';
 import { checkDuration, type LockOptions, type LockTarget, lockRequest } from './lock-options.ts';
-import { runWithSessionLock, type SessionLock, type SessionLockOptions, takeSessionLock } from './session-lock.ts';
+import type { LockPort } from './lock-port.ts';
+import { type RunOnceContext, type RunOnceOptions, type RunOnceResult, runOnce } from './run-once.ts';
+import {
+  runWithSessionLock,
+  type SessionLock,
+  type SessionLockOptions,
+  takeSessionLock,
+} from './session-lock.ts';
 import { lockInTransaction, runLocked, type TryResult, type WithLockOptions } from './transaction-lock.ts';
 import { checkTransactionSettings, type TransactionSettings } from './transaction-settings.ts';
 
@@ -19,7 +26,8 @@ import { checkTransactionSettings, type TransactionSettings } from './transactio
  * const defaults: AdvisoryLocksOptions = { namespace: 'billing', timeoutMs: 5_000, heartbeatMs: 500 };
  * ```
  */
-export interface AdvisoryLocksOptions<S extends TransactionSettings = TransactionSettings> extends LockOptions {
+export interface AdvisoryLocksOptions<S extends TransactionSettings = TransactionSettings>
+  extends LockOptions {
   readonly transaction?: S | undefined;
   readonly heartbeatMs?: number | undefined;
 }
@@ -37,7 +45,11 @@ export interface AdvisoryLocks<Tx, InTx = Tx, S extends TransactionSettings = Tr
    */
   withLock<T>(target: LockTarget, fn: (tx: Tx) => Promise<T>, options?: WithLockOptions<S>): Promise<T>;
   /** Like `withLock`, but resolves `{ acquired: false }` when the lock is taken (tries once unless `timeoutMs`). */
-  tryWithLock<T>(target: LockTarget, fn: (tx: Tx) => Promise<T>, options?: WithLockOptions<S>): Promise<TryResult<T>>;
+  tryWithLock<T>(
+    target: LockTarget,
+    fn: (tx: Tx) => Promise<T>,
+    options?: WithLockOptions<S>,
+  ): Promise<TryResult<T>>;
   /** Takes the lock(s) inside a transaction you opened; held until it ends. */
   lock(tx: InTx, target: LockTarget, options?: LockOptions): Promise<void>;
   /** Tries the lock(s) inside a transaction you opened: `true` when held until it ends. */
@@ -46,6 +58,26 @@ export interface AdvisoryLocks<Tx, InTx = Tx, S extends TransactionSettings = Tr
   isLocked(key: LockKeyInput, options?: Pick<LockOptions, 'namespace'>): Promise<boolean>;
   /** Every advisory lock in the current database, holders and waiters. */
   inspectLocks(): Promise<AdvisoryLockInfo[]>;
+  /**
+   * Runs `fn` at most once per period across every process: in a transaction that tries the name's
+   * lock and records the period's run in `pglock_jobs`, so the job's writes and "done for this
+   * period" commit together. Resolves `{ ran: true, value, period }`, or `{ ran: false, reason }`
+   * with `'done'` (this period's run committed) or `'busy'` (another caller runs it now; it does not
+   * wait unless `timeoutMs`). When `fn` throws (or its process dies) everything rolls back, the error
+   * reaches the caller unchanged, and the next caller in the period runs it. A missing table is
+   * `LockTableMissingError`, whose message holds the DDL.
+   *
+   * @example
+   * ```ts
+   * const result = await locks.runOnce('leaderboard', { per: '15m' }, async (tx) => rebuildLeaderboard(tx));
+   * if (!result.ran) console.log(`skipped (${result.reason}) until ${result.period.end.toISOString()}`);
+   * ```
+   */
+  runOnce<T>(
+    name: string,
+    options: RunOnceOptions<S>,
+    fn: (tx: Tx, run: RunOnceContext) => Promise<T>,
+  ): Promise<RunOnceResult<T>>;
 }
 
 /** The session-lock verbs of adapters that can pin a connection. */
@@ -55,7 +87,28 @@ export interface SessionAdvisoryLocks {
   /** Like `acquireSessionLock`, resolving `undefined` when taken (tries once unless `timeoutMs`). */
   tryAcquireSessionLock(target: LockTarget, options?: SessionLockOptions): Promise<SessionLock | undefined>;
   /** Runs `fn(signal)` under a session lock and releases it after; `signal` aborts when the lock is lost. */
-  withSessionLock<T>(target: LockTarget, fn: (signal: AbortSignal) => Promise<T>, options?: SessionLockOptions): Promise<T>;
+  withSessionLock<T>(
+    target: LockTarget,
+    fn: (signal: AbortSignal) => Promise<T>,
+    options?: SessionLockOptions,
+  ): Promise<T>;
+  /**
+   * Campaigns for leadership of `name` until `stop()`: waits for its session lock on the server (no
+   * polling), and once elected writes the next `term` (a fencing token) to `pglock_jobs` on the lock's
+   * connection and calls `onElected({ term, signal })`. `signal` aborts when the lock is lost or on
+   * `stop()`; the campaign then goes on, with backoff. A standby is elected only once PostgreSQL
+   * freed the previous leader's lock. Needs a database that can pin a connection (not a transaction,
+   * not through a transaction-mode pooler, which `onError` reports).
+   *
+   * @example
+   * ```ts
+   * const campaign = locks.leader('scheduler', {
+   *   onElected: ({ term, signal }) => startScheduler({ term, signal }),
+   * });
+   * process.once('SIGTERM', () => void campaign.stop());
+   * ```
+   */
+  leader(name: string, options: LeaderOptions): LeaderCampaign;
 }
 
 /**
@@ -80,21 +133,30 @@ export function createAdvisoryLocks<Db, Tx, InTx = Tx, S extends TransactionSett
     throw new InvalidLockOptionsError('advisoryLocks: defaults must be an object of options.');
   }
   if (db === null || (typeof db !== 'object' && typeof db !== 'function')) {
-    throw new InvalidLockOptionsError(`advisoryLocks: ${port.name} needs a database handle (got ${String(db)}).`);
+    throw new InvalidLockOptionsError(
+      `advisoryLocks: ${port.name} needs a database handle (got ${String(db)}).`,
+    );
   }
   // Validate every default once, here, with a representative call.
   lockRequest('pglock', defaults, undefined, 'advisoryLocks');
   checkTransactionSettings(defaults.transaction, port.transactionSettings, 'advisoryLocks');
-  if (defaults.heartbeatMs !== undefined) checkDuration(defaults.heartbeatMs, 'heartbeatMs', 'advisoryLocks', 10);
+  if (defaults.heartbeatMs !== undefined)
+    checkDuration(defaults.heartbeatMs, 'heartbeatMs', 'advisoryLocks', 10);
   const { heartbeatMs, ...withLockDefaults } = defaults;
   const { transaction: _settings, ...lockDefaults } = withLockDefaults;
   const scope = { port, db, defaults: withLockDefaults as WithLockOptions };
   const lockScope = { port, db, defaults: lockDefaults as WithLockOptions };
-  const sessionScope = { port: port as LockPort<Db, unknown>, db, defaults: { ...lockDefaults, heartbeatMs } };
+  const sessionScope = {
+    port: port as LockPort<Db, unknown>,
+    db,
+    defaults: { ...lockDefaults, heartbeatMs },
+  };
   const query = (s: Parameters<LockPort<Db, Tx>['query']>[1]) => port.query(db, s);
   return {
-    withLock: (target, fn, options) => runLocked(scope, target, fn, options, false, 'withLock') as Promise<never>,
-    tryWithLock: (target, fn, options) => runLocked(scope, target, fn, options, true, 'tryWithLock') as Promise<never>,
+    withLock: (target, fn, options) =>
+      runLocked(scope, target, fn, options, false, 'withLock') as Promise<never>,
+    tryWithLock: (target, fn, options) =>
+      runLocked(scope, target, fn, options, true, 'tryWithLock') as Promise<never>,
     lock: async (tx, target, options) => {
       await lockInTransaction(lockScope, tx, target, options, false, 'lock');
     },
@@ -107,10 +169,19 @@ export function createAdvisoryLocks<Db, Tx, InTx = Tx, S extends TransactionSett
     tryAcquireSessionLock: (target, options) =>
       takeSessionLock(sessionScope, target, options, true, 'tryAcquireSessionLock'),
     withSessionLock: async (target, fn, options) => {
-      if (typeof fn !== 'function') throw new InvalidLockOptionsError('withSessionLock: the callback must be a function.');
-      const handle = (await takeSessionLock(sessionScope, target, options, false, 'withSessionLock')) as SessionLock;
+      if (typeof fn !== 'function')
+        throw new InvalidLockOptionsError('withSessionLock: the callback must be a function.');
+      const handle = (await takeSessionLock(
+        sessionScope,
+        target,
+        options,
+        false,
+        'withSessionLock',
+      )) as SessionLock;
       return runWithSessionLock(handle, fn);
     },
+    runOnce: (name, options, fn) => runOnce(scope, name, options, fn),
+    leader: (name, options) => startLeader(sessionScope, name, options),
   };
 }
 

@@ -21,6 +21,7 @@ export {
   type LockRequestedEvent,
   lockChannels,
 } from './diagnostics.ts';
+export type { DurationString } from './duration.ts';
 export {
   AdvisoryLockError,
   type AdvisoryLockErrorCode,
@@ -37,6 +38,8 @@ export {
   TransactionRolledBackError,
 } from './errors.ts';
 export type { AdvisoryLockInfo } from './inspect-locks.ts';
+export { JOBS_TABLE, JOBS_TABLE_DDL } from './jobs-table.ts';
+export type { Election, LeaderCampaign, LeaderOptions } from './leader.ts';
 export {
   type BigintLockKey,
   compareLockKeys,
@@ -50,6 +53,7 @@ export {
 } from './lock-key.ts';
 export { DEFAULT_MAX_KEYS, type LockOptions, type LockTarget } from './lock-options.ts';
 export type { LockScope } from './lock-statements.ts';
+export type { RunOnceContext, RunOnceOptions, RunOncePeriod, RunOnceResult } from './run-once.ts';
 export type { SessionLock, SessionLockOptions } from './session-lock.ts';
 export type { TryResult, WithLockOptions } from './transaction-lock.ts';
 export type { IsolationLevel, PrismaIsolationLevel, TransactionSettings } from './transaction-settings.ts';

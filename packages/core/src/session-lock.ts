@@ -5,7 +5,7 @@ import { startTrace, type Trace } from './diagnostics.ts';
 import { LockLostError, LockUsageError } from './errors.ts';
 import { lockTag } from './inspect-locks.ts';
 import type { LockKey } from './lock-key.ts';
-import type { ControlConnection, LockPort, PinnedConnection } from './lock-port.ts';
+import type { ControlConnection, LockPort, PinnedConnection, PortConnection } from './lock-port.ts';
 import { checkDuration, type LockOptions, type LockRequest, type LockTarget, lockRequest } from './lock-options.ts';
 import { backendPidStatement, releaseStatements, sessionUnlockStatements } from './lock-statements.ts';
 import { abortedError, describeKeys, notAcquiredError, queryFailed } from './messages.ts';
@@ -72,7 +72,9 @@ const identify = statementText(
  * Takes a session lock on a connection pinned for it: `undefined` when a try found it taken (or a
  * bounded wait elapsed and `attempt` is set), else the handle. Refuses, with `LockUsageError`, a
  * connection whose statements may run on changing server backends (a transaction-mode pooler), and
- * also when it could not check.
+ * also when it could not check. `onHeld` runs on the pinned connection once the lock is held and
+ * checked, before the handle exists (`leader` writes its term there); when it throws, the
+ * connection is closed, which releases the lock, and its error is thrown.
  */
 export async function takeSessionLock<Db>(
   scope: SessionScope<Db>,
@@ -80,6 +82,7 @@ export async function takeSessionLock<Db>(
   options: SessionLockOptions | undefined,
   attempt: boolean,
   verb: string,
+  onHeld?: (connection: PortConnection) => Promise<void>,
 ): Promise<SessionLock | undefined> {
   const { port, db, defaults } = scope;
   const request = lockRequest(target, options, attempt ? { ...defaults, timeoutMs: 0 } : defaults, verb);
@@ -136,6 +139,14 @@ export async function takeSessionLock<Db>(
       throw queryFailed(request, verb, 'checking', error);
     }
     throw error;
+  }
+  if (onHeld !== undefined && died === undefined) {
+    try {
+      await onHeld(pinned);
+    } catch (error) {
+      await pinned.release(died !== undefined ? 'dead' : 'unknown', asError(error));
+      throw error;
+    }
   }
   if (died !== undefined) {
     await pinned.release('dead', asError(died));

@@ -2,9 +2,14 @@ import type {
   AdvisoryLockInfo,
   AdvisoryLocks,
   AdvisoryLocksOptions,
+  LeaderCampaign,
+  LeaderOptions,
   LockKeyInput,
   LockOptions,
   LockTarget,
+  RunOnceContext,
+  RunOnceOptions,
+  RunOnceResult,
   SessionAdvisoryLocks,
   SessionLock,
   SessionLockOptions,
@@ -21,6 +26,9 @@ export type PgTransactionSettings = Pick<TransactionSettings, 'isolationLevel' |
 
 /** Options of `withLock` / `tryWithLock` on node-postgres. */
 export type PgWithLockOptions = WithLockOptions<PgTransactionSettings>;
+
+/** Options of `runOnce` on node-postgres. */
+export type PgRunOnceOptions = RunOnceOptions<PgTransactionSettings>;
 
 /** The verbs bound to one pool (session locks included) or one client. */
 export type PgAdvisoryLocks<C extends PgClientLike = PgClientLike> = AdvisoryLocks<
@@ -222,4 +230,53 @@ export function withSessionLock<T>(
   options?: SessionLockOptions,
 ): Promise<T> {
   return verbs(pool).withSessionLock(target, fn, options);
+}
+
+/**
+ * Runs `fn` at most once per period across every process, in a transaction on one pinned client
+ * that tries the name's lock and records the period's run in `pglock_jobs` (create it once with
+ * `JOBS_TABLE_DDL`, or the DDL `pglock schema` prints). Resolves `{ ran: true, value, period }`, or
+ * `{ ran: false, reason: 'done' | 'busy', period }`. A job that throws uses up nothing: its error
+ * reaches you unchanged, everything rolls back, and the next caller in the period runs it.
+ *
+ * @example
+ * ```ts
+ * import { runOnce } from '@pglock/pg';
+ *
+ * // Every instance fires the same cron tick; one of them rebuilds the leaderboard each hour.
+ * const result = await runOnce(pool, 'leaderboard', { per: '1h' }, async (client, { period }) => {
+ *   await client.query('INSERT INTO leaderboard_builds (period) VALUES ($1)', [period.start]);
+ * });
+ * if (!result.ran) console.log(`not this time: ${result.reason}`);
+ * ```
+ */
+export function runOnce<D extends PgQueryable, T>(
+  db: D,
+  name: string,
+  options: PgRunOnceOptions,
+  fn: (client: ClientOf<D>, run: RunOnceContext) => Promise<T>,
+): Promise<RunOnceResult<T>> {
+  return verbs(db).runOnce(name, options, fn as (client: PgClientLike, run: RunOnceContext) => Promise<T>);
+}
+
+/**
+ * Campaigns for leadership of `name` on a connection checked out of `pool` until `stop()`. Once
+ * elected, `onElected({ term, signal })` runs: `term` is a fencing token (greater than every earlier
+ * term of the name), `signal` aborts when leadership is lost or on `stop()`.
+ *
+ * @example
+ * ```ts
+ * import { leader } from '@pglock/pg';
+ *
+ * const campaign = leader(pool, 'scheduler', {
+ *   onElected: ({ term, signal }) => {
+ *     const timer = setInterval(() => void enqueueDueJobs(term), 1_000);
+ *     signal.addEventListener('abort', () => clearInterval(timer));
+ *   },
+ * });
+ * process.once('SIGTERM', () => void campaign.stop());
+ * ```
+ */
+export function leader(pool: PgPoolLike, name: string, options: LeaderOptions): LeaderCampaign {
+  return verbs(pool).leader(name, options);
 }

@@ -6,6 +6,7 @@ import { faultsSuite } from './suites/faults.ts';
 import { inputSuite } from './suites/input.ts';
 import { modesSuite } from './suites/modes.ts';
 import { releaseSuite } from './suites/release.ts';
+import { schedulingSuite } from './suites/scheduling.ts';
 import { timeoutSuite } from './suites/timeouts.ts';
 
 /** The named suites; an adapter runs all of them (capability gaps skip with a reason). */
@@ -16,6 +17,7 @@ export const suites = {
   modes: modesSuite,
   faults: faultsSuite,
   input: inputSuite,
+  scheduling: schedulingSuite,
 } as const;
 
 /** Where the adapter connects, when not straight to the test database. */

@@ -1,6 +1,7 @@
 // A child process of the conformance suite: opens its own adapter instance from the harness module
 // and runs one scenario, reporting progress as JSON lines on stdout.
 import type { AdapterHarness } from './harness.ts';
+import { schedulingScenarios } from './scheduling-scenarios.ts';
 
 const [moduleUrl, exportName, scenario, argsJson] = process.argv.slice(2);
 const url = process.env.DATABASE_URL;
@@ -53,6 +54,8 @@ if (scenario === 'increment') {
     const [row] = await sql('SELECT pg_backend_pid() AS pid');
     say({ event: 'held', pid: Number(row?.pid), at: Date.now() });
   });
+} else if (Object.hasOwn(schedulingScenarios, scenario)) {
+  await schedulingScenarios[scenario]?.(instance, args, say);
 } else {
   throw new Error(`unknown scenario ${scenario}`);
 }

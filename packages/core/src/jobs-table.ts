@@ -1,0 +1,105 @@
+import { AdvisoryLockError, LockTableMissingError } from './errors.ts';
+import type { BigintLockKey } from './lock-key.ts';
+import { queryFailed } from './messages.ts';
+import { SqlState, sqlStateOf } from './sql-state.ts';
+import { type Statement, statementText } from './statement.ts';
+
+/** The table behind `runOnce` and `leader`, found through the connection's `search_path`. */
+export const JOBS_TABLE = 'pglock_jobs';
+
+/**
+ * The DDL of {@link JOBS_TABLE}: one row per job or leader name, keyed by the name's lock key. Run it
+ * once per database (a migration); `pglock schema` prints it, and docs/scheduling.md gives it as a
+ * Prisma model, a Drizzle table and a Kysely migration.
+ *
+ * @example
+ * ```ts
+ * import { JOBS_TABLE_DDL } from '@pglock/core';
+ * import pg from 'pg';
+ *
+ * const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL });
+ * await pool.query(JOBS_TABLE_DDL);
+ * ```
+ */
+export const JOBS_TABLE_DDL = `CREATE TABLE IF NOT EXISTS pglock_jobs (
+  key          bigint PRIMARY KEY,        -- lockKey(name, { namespace }): the advisory lock it guards
+  name         text NOT NULL,
+  namespace    text,
+  period_start timestamptz,               -- runOnce: start of the last period whose run committed
+  ran_at       timestamptz,               -- runOnce: when that run took the lock (server clock)
+  term         bigint NOT NULL DEFAULT 0, -- leader: the last term elected, the fencing token
+  elected_at   timestamptz                -- leader: when that term began (server clock)
+);`;
+
+// The period is cut from the server's clock when the statement starts (the lock is held by then),
+// epoch-aligned in UTC, in integer milliseconds. The claim writes the run's record in the caller's
+// transaction only when no run of this period (or a later one) committed; the CTE returns the
+// period either way, so one round trip says "claimed" or "done" and for which period.
+const claimText = statementText(
+  `WITH p AS (SELECT $1::text::bigint AS per, floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint AS ms),
+  s AS (SELECT ms - ms % per AS start_ms, per FROM p),
+  claimed AS (
+    INSERT INTO pglock_jobs AS j (key, name, namespace, period_start, ran_at)
+    SELECT $2::text::bigint, $3::text, nullif($4::text, ''), to_timestamp(s.start_ms / 1000.0), statement_timestamp() FROM s
+    ON CONFLICT (key) DO UPDATE SET period_start = excluded.period_start, ran_at = excluded.ran_at
+    WHERE j.period_start IS NULL OR j.period_start < excluded.period_start
+    RETURNING 1
+  )
+  SELECT start_ms::text AS start, (start_ms + per)::text AS finish, (SELECT count(*) FROM claimed)::int AS claimed FROM s`,
+);
+
+const periodText = statementText(
+  `SELECT start_ms::text AS start, (start_ms + per)::text AS finish, 0 AS claimed FROM (
+    SELECT ms - ms % per AS start_ms, per FROM (
+      SELECT $1::text::bigint AS per, floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint AS ms) AS p) AS s`,
+);
+
+// Runs on the connection that holds the leader's session lock, so it can only take effect while
+// that lock is held: a deposed leader's backend is gone before a standby can be elected.
+const electText = statementText(
+  `INSERT INTO pglock_jobs AS j (key, name, namespace, term, elected_at)
+  VALUES ($1::text::bigint, $2::text, nullif($3::text, ''), 1, statement_timestamp())
+  ON CONFLICT (key) DO UPDATE SET term = j.term + 1, elected_at = excluded.elected_at
+  RETURNING j.term::text AS term`,
+);
+
+/** The values that name a job's row: its key, name and namespace (`''` for none). */
+function rowValues(key: BigintLockKey): [string, string, string] {
+  return [String(key.value), key.name ?? String(key.value), key.namespace ?? ''];
+}
+
+/** `runOnce`'s claim of the current period for `key`. */
+export function claimStatement(key: BigintLockKey, perMs: number): Statement {
+  return claimText.bind([String(perMs), ...rowValues(key)]);
+}
+
+/** The current period alone (no table), for a call that found the job busy. */
+export function periodStatement(perMs: number): Statement {
+  return periodText.bind([String(perMs)]);
+}
+
+/** `leader`'s election: the name's next term. */
+export function electStatement(key: BigintLockKey): Statement {
+  return electText.bind(rowValues(key));
+}
+
+/**
+ * The error for a failed statement on the jobs table: `LockTableMissingError` (with the DDL) when the
+ * table does not exist (42P01, which also aborts the transaction it ran in), else `LockQueryError`.
+ */
+export function jobsTableError(
+  error: unknown,
+  key: BigintLockKey,
+  verb: string,
+  doing: string,
+): AdvisoryLockError {
+  if (AdvisoryLockError.is(error)) return error;
+  if (sqlStateOf(error) === SqlState.undefinedTable) {
+    return new LockTableMissingError(
+      `${verb}: the table ${JOBS_TABLE} does not exist in this database (or not in the connection's search_path). ` +
+        `${verb} keeps its state there; create it once, in a migration (\`pglock schema\` prints this DDL; docs/scheduling.md has it for Prisma, Drizzle and Kysely):\n\n${JOBS_TABLE_DDL}\n`,
+      { keys: [key], cause: error, ddl: JOBS_TABLE_DDL },
+    );
+  }
+  return queryFailed({ keys: [key] }, verb, doing, error);
+}

@@ -1,0 +1,313 @@
+import { onAbort } from './abort-listeners.ts';
+import { InvalidLockOptionsError, LockUsageError } from './errors.ts';
+import { electStatement, jobsTableError } from './jobs-table.ts';
+import type { BigintLockKey, LockKey } from './lock-key.ts';
+import { formatLockKey } from './lock-key.ts';
+import { checkDuration } from './lock-options.ts';
+import type { PortConnection } from './lock-port.ts';
+import { contextFor } from './nesting.ts';
+import { cell } from './row-cell.ts';
+import { jobKey } from './run-once.ts';
+import { type SessionLock, type SessionScope, takeSessionLock } from './session-lock.ts';
+
+/** What `onElected` gets: the term it leads, and the signal that ends it. */
+export interface Election {
+  /**
+   * The fencing token: greater than every earlier term of this name. Pass it with every write the
+   * leader makes elsewhere, and have the other side refuse a term lower than one it has seen.
+   */
+  readonly term: number;
+  /**
+   * Aborts when this term ends: with `LockLostError` as `reason` when the lock was lost (the
+   * connection died, a heartbeat went unanswered), with the callback's own error when it threw, and
+   * with an `AbortError` after `stop()`. Stop the leader's work then.
+   */
+  readonly signal: AbortSignal;
+}
+
+/**
+ * Options of `leader`.
+ *
+ * @example
+ * ```ts
+ * import type { LeaderOptions } from '@pglock/core';
+ *
+ * const options: LeaderOptions = {
+ *   heartbeatMs: 500,
+ *   onElected: ({ term, signal }) => {
+ *     const timer = setInterval(() => console.log(`tick of term ${term}`), 1_000);
+ *     signal.addEventListener('abort', () => clearInterval(timer));
+ *   },
+ *   onError: (error) => console.error('leader election', error),
+ * };
+ * ```
+ */
+export interface LeaderOptions {
+  /**
+   * Runs each time this process is elected. It may return at once (the term lasts until its signal
+   * aborts) or run for the whole term; it must stop its work once `signal` aborts, since the next
+   * campaign (and `stop()`) waits for its promise to settle. When it throws, the error goes to
+   * `onError` and this process resigns, then campaigns again.
+   */
+  readonly onElected: (election: Election) => void | Promise<void>;
+  /**
+   * Gets what went wrong without ending the campaign: the callback's errors and failed campaigns
+   * (`LockTableMissingError`, a database that cannot be reached). Default: `process.emitWarning`.
+   */
+  readonly onError?: ((error: unknown) => void) | undefined;
+  /** The session lock's liveness check (ms, default 1000): a silent network cut ends the term within about two. */
+  readonly heartbeatMs?: number | undefined;
+  /** Mixed into the hash of the name, as for every lock. */
+  readonly namespace?: string | undefined;
+  /** Wait (ms, default 1000) before campaigning again after a term ended; doubled per failed campaign, up to 30 s. */
+  readonly retryMs?: number | undefined;
+}
+
+/**
+ * A running campaign for leadership of one name. It campaigns until `stop()`: while another process
+ * leads, it waits for the lock on the server (no polling), on a connection of its own.
+ */
+export interface LeaderCampaign extends AsyncDisposable {
+  readonly key: LockKey;
+  /** True from election until the term's signal aborts. */
+  readonly isLeader: boolean;
+  /** The current term while leading, else `undefined`. */
+  readonly term: number | undefined;
+  /**
+   * Ends the campaign: a wait is cancelled; a term's signal aborts, and once `onElected`'s promise
+   * has settled the lock is released, so a standby is elected only after this leader's work stopped.
+   * Resolves when all of that is done. Calling it again returns the same promise.
+   */
+  stop(): Promise<void>;
+}
+
+const DEFAULT_HEARTBEAT_MS = 1_000;
+const DEFAULT_RETRY_MS = 1_000;
+const MAX_RETRY_MS = 30_000;
+
+/** `leader`: checks everything it can before any SQL, then starts the campaign. */
+export function startLeader<Db>(
+  scope: SessionScope<Db>,
+  name: unknown,
+  options: LeaderOptions | undefined,
+  verb = 'leader',
+): LeaderCampaign {
+  const { port, db } = scope;
+  if (typeof options !== 'object' || options === null) {
+    throw new InvalidLockOptionsError(`${verb}: options must be an object with onElected.`);
+  }
+  if (typeof options.onElected !== 'function') {
+    throw new InvalidLockOptionsError(
+      `${verb}: onElected must be a function; it runs while this process leads.`,
+    );
+  }
+  if (options.onError !== undefined && typeof options.onError !== 'function') {
+    throw new InvalidLockOptionsError(`${verb}: onError must be a function.`);
+  }
+  const heartbeatMs = checkDuration(
+    options.heartbeatMs ?? scope.defaults.heartbeatMs ?? DEFAULT_HEARTBEAT_MS,
+    'heartbeatMs',
+    verb,
+    10,
+  );
+  const retryMs = checkDuration(options.retryMs ?? DEFAULT_RETRY_MS, 'retryMs', verb, 0);
+  const key = jobKey(name, options.namespace ?? scope.defaults.namespace, verb);
+  if (port.pin === undefined) {
+    throw new LockUsageError(
+      `${verb}: ${port.name} offers no session locks; a leader holds one for its whole term.`,
+      {
+        keys: [key],
+      },
+    );
+  }
+  if (port.cancellation(db) === 'none') {
+    throw new LockUsageError(
+      `${verb}: ${port.name} cannot interrupt a server-side wait on this database, so stop() could not end the campaign. Pass a pool.`,
+      { keys: [key] },
+    );
+  }
+  if (contextFor(db) !== undefined || port.connectionOf(db) !== undefined) {
+    throw new LockUsageError(
+      `${verb}: a leader pins a connection of its own, and was given a transaction. Pass the database (pool) itself.`,
+      { keys: [key] },
+    );
+  }
+  // Only the heartbeat of the factory's defaults applies: a campaign always waits without limit,
+  // exclusively, until stop().
+  const campaignScope: SessionScope<Db> = { port, db, defaults: { heartbeatMs } };
+  return new Campaign(campaignScope as SessionScope<unknown>, key, options, retryMs, verb);
+}
+
+type TermEnd = 'lost' | 'stopped' | 'failed';
+
+class Campaign implements LeaderCampaign {
+  readonly key: BigintLockKey;
+  readonly #scope: SessionScope<unknown>;
+  readonly #onElected: LeaderOptions['onElected'];
+  readonly #onError: LeaderOptions['onError'];
+  readonly #retryMs: number;
+  readonly #verb: string;
+  readonly #stop = new AbortController();
+  readonly #done: Promise<void>;
+  #term: AbortController | undefined;
+  #termNumber: number | undefined;
+
+  constructor(
+    scope: SessionScope<unknown>,
+    key: BigintLockKey,
+    options: LeaderOptions,
+    retryMs: number,
+    verb: string,
+  ) {
+    this.key = key;
+    this.#scope = scope;
+    this.#onElected = options.onElected;
+    this.#onError = options.onError;
+    this.#retryMs = retryMs;
+    this.#verb = verb;
+    // The campaign reports its own failures; nothing it does may become an unhandled rejection.
+    this.#done = this.#campaign().catch((error: unknown) => this.#report(error));
+  }
+
+  get isLeader(): boolean {
+    return this.#term !== undefined && !this.#term.signal.aborted;
+  }
+
+  get term(): number | undefined {
+    return this.isLeader ? this.#termNumber : undefined;
+  }
+
+  stop(): Promise<void> {
+    this.#stop.abort();
+    return this.#done;
+  }
+
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.stop();
+  }
+
+  async #campaign(): Promise<void> {
+    const stopped = this.#stop.signal;
+    let failures = 0;
+    while (!stopped.aborted) {
+      let term = 0;
+      let lock: SessionLock;
+      try {
+        // The wait has no limit and is cancelled by stop(); the term is written on the connection
+        // that holds the lock, before the handle (and its heartbeat) exists.
+        lock = (await takeSessionLock(
+          this.#scope,
+          this.key,
+          { signal: stopped },
+          false,
+          this.#verb,
+          async (connection) => {
+            term = await this.#elect(connection);
+          },
+        )) as SessionLock;
+      } catch (error) {
+        if (stopped.aborted) break;
+        this.#report(error);
+        // A pooler that cannot hold session locks, or a handle that cannot pin: the same every time.
+        if (LockUsageError.is(error)) break;
+        failures++;
+        await sleep(backoff(this.#retryMs, failures), stopped);
+        continue;
+      }
+      failures = 0;
+      const end = await this.#lead(lock, term);
+      if (end === 'failed') failures++;
+      await sleep(end === 'failed' ? backoff(this.#retryMs, failures) : this.#retryMs, stopped);
+    }
+  }
+
+  async #elect(connection: PortConnection): Promise<number> {
+    let term: number;
+    try {
+      const [row] = await connection.query(electStatement(this.key));
+      term = Number(cell(row ?? {}, 'term'));
+    } catch (error) {
+      throw jobsTableError(error, this.key, this.#verb, 'writing the term under');
+    }
+    if (!Number.isSafeInteger(term)) throw new Error('pglock bug: the election returned no term');
+    return term;
+  }
+
+  /** One term: from election until the lock is lost, the callback throws, or stop(). */
+  async #lead(lock: SessionLock, term: number): Promise<TermEnd> {
+    const controller = new AbortController();
+    this.#term = controller;
+    this.#termNumber = term;
+    let settle!: (end: TermEnd) => void;
+    const ended = new Promise<TermEnd>((resolve) => {
+      settle = resolve;
+    });
+    const unsubscribe = [
+      whenAborted(lock.signal, () => settle('lost')),
+      whenAborted(this.#stop.signal, () => settle('stopped')),
+    ];
+    let failure: unknown;
+    const task = (async () => this.#onElected({ term, signal: controller.signal }))().then(
+      () => undefined,
+      (error: unknown) => {
+        // Rethrowing the signal's reason (signal.throwIfAborted()) is stopping as asked, not a failure.
+        if (controller.signal.aborted && error === controller.signal.reason) return;
+        this.#report(error);
+        failure = error;
+        settle('failed');
+      },
+    );
+    const end = await ended;
+    for (const off of unsubscribe) off();
+    if (end === 'lost') controller.abort(lock.signal.reason);
+    else if (end === 'failed') controller.abort(failure);
+    else controller.abort();
+    // The work stops before the lock is given up: a standby is elected only after it.
+    await task;
+    await lock.release().catch(() => undefined);
+    return end;
+  }
+
+  #report(error: unknown): void {
+    try {
+      if (this.#onError !== undefined) this.#onError(error);
+      else {
+        const detail = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+        process.emitWarning(
+          `${this.#verb} ${formatLockKey(this.key)}: ${detail} (pass onError to handle it).`,
+          'PglockWarning',
+        );
+      }
+    } catch {
+      // A throwing onError must not end the campaign, nor surface as an unhandled rejection.
+    }
+  }
+}
+
+/** Calls `listener` once `signal` aborts, also when it already has; returns the unsubscribe. */
+function whenAborted(signal: AbortSignal, listener: () => void): () => void {
+  if (signal.aborted) {
+    listener();
+    return () => undefined;
+  }
+  return onAbort(signal, listener);
+}
+
+function backoff(retryMs: number, failures: number): number {
+  return Math.min(Math.max(retryMs, 1) * 2 ** (failures - 1), Math.max(retryMs, MAX_RETRY_MS));
+}
+
+/** Resolves after `ms`, or at once when `signal` aborts. */
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted || ms === 0) return resolve();
+    const off = onAbort(signal, () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    const timer = setTimeout(() => {
+      off();
+      resolve();
+    }, ms);
+  });
+}

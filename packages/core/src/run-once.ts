@@ -1,0 +1,162 @@
+import type { DurationString } from './duration.ts';
+import { parseDuration } from './duration.ts';
+import { InvalidLockKeyError, InvalidLockOptionsError } from './errors.ts';
+import { claimStatement, jobsTableError, periodStatement } from './jobs-table.ts';
+import { type BigintLockKey, lockKey } from './lock-key.ts';
+import type { Row } from './lock-port.ts';
+import { queryFailed } from './messages.ts';
+import { contextOfTransaction } from './nesting.ts';
+import { cell } from './row-cell.ts';
+import { sqlStateOf } from './sql-state.ts';
+import { runLocked, type TryResult, type VerbScope, type WithLockOptions } from './transaction-lock.ts';
+import type { TransactionSettings } from './transaction-settings.ts';
+
+/** One period of a `runOnce` job: `[start, end)`, epoch-aligned in UTC on the database server's clock. */
+export interface RunOncePeriod {
+  readonly start: Date;
+  readonly end: Date;
+}
+
+/**
+ * Options of `runOnce`.
+ *
+ * @example
+ * ```ts
+ * import type { RunOnceOptions } from '@pglock/core';
+ *
+ * const hourly: RunOnceOptions = { per: '1h' };
+ * const patient: RunOnceOptions = { per: 30_000, timeoutMs: 5_000, namespace: 'billing' };
+ * ```
+ */
+export interface RunOnceOptions<S extends TransactionSettings = TransactionSettings> {
+  /**
+   * The period: milliseconds, or `'30s'`, `'15m'`, `'1h'`, `'1d'` (a whole number and one unit of
+   * ms, s, m, h, d; at most 2^31-1 ms, about 24.8 days). Periods are cut from the database server's
+   * clock, epoch-aligned in UTC: `'1d'` starts at 00:00 UTC, `'7d'` on Thursdays (1970-01-01 was one).
+   */
+  readonly per: number | DurationString;
+  /**
+   * `0` or absent: try once, and resolve `{ ran: false, reason: 'busy' }` while another caller runs
+   * the job. Positive: wait at most this long for it; a wait that ends with the other run committed
+   * resolves `'done'`.
+   */
+  readonly timeoutMs?: number | undefined;
+  /** Aborts a wait (`LockAbortedError`); see `timeoutMs`. */
+  readonly signal?: AbortSignal | undefined;
+  /** Mixed into the hash of the name, as for every lock. */
+  readonly namespace?: string | undefined;
+  /** How the job's transaction is opened (refused when the call nests in a running transaction). */
+  readonly transaction?: S | undefined;
+}
+
+/** What the job gets besides the transaction: the period it runs for. */
+export interface RunOnceContext {
+  readonly period: RunOncePeriod;
+}
+
+/**
+ * What `runOnce` resolves: `ran: true` with the job's value when this call ran it, else why not:
+ * `'done'` (a run of this period committed already) or `'busy'` (another caller is running it now).
+ */
+export type RunOnceResult<T> =
+  | { readonly ran: true; readonly value: T; readonly period: RunOncePeriod }
+  | { readonly ran: false; readonly reason: 'done' | 'busy'; readonly period: RunOncePeriod };
+
+/** The name's key, with the name and namespace kept on it (they name the job's row). */
+export function jobKey(name: unknown, namespace: string | undefined, verb: string): BigintLockKey {
+  if (typeof name !== 'string') {
+    throw new InvalidLockKeyError(
+      `${verb}: the name must be a string (got ${typeof name}); it names the lock and the row of ${verb} in pglock_jobs.`,
+      name,
+    );
+  }
+  return lockKey(name, { namespace }) as BigintLockKey;
+}
+
+// Private: thrown from the transaction body when the claim found another caller's run in its way.
+class Busy {
+  constructor(readonly cause: unknown) {}
+}
+
+// Under repeatable read or serializable, a run that committed after this transaction's snapshot was
+// taken (before the lock was granted) makes the claim fail to serialize: another caller was running it.
+const SERIALIZATION_FAILURE = '40001';
+
+/**
+ * `runOnce`: in a transaction whose first statement tries the name's lock, claims the current
+ * period in `pglock_jobs` and runs `fn`, so the job's writes and its "done for this period" record
+ * commit or roll back together. Nested in a running callback (or given a transaction), it runs in a
+ * savepoint there, and the record commits with that transaction.
+ */
+export async function runOnce<Db, Tx, T>(
+  scope: VerbScope<Db, Tx>,
+  name: unknown,
+  options: RunOnceOptions | undefined,
+  fn: (tx: Tx, run: RunOnceContext) => Promise<T>,
+  verb = 'runOnce',
+): Promise<RunOnceResult<T>> {
+  if (typeof options !== 'object' || options === null) {
+    throw new InvalidLockOptionsError(`${verb}: options must be an object with per, e.g. { per: '1h' }.`);
+  }
+  if (typeof fn !== 'function') throw new InvalidLockOptionsError(`${verb}: the job must be a function.`);
+  const perMs = parseDuration(options.per, 'per', verb);
+  const key = jobKey(name, options.namespace ?? scope.defaults.namespace, verb);
+  const lockOptions: WithLockOptions = {
+    timeoutMs: options.timeoutMs,
+    signal: options.signal,
+    transaction: options.transaction,
+    shared: false,
+  };
+  const claim = claimStatement(key, perMs);
+  let outcome: TryResult<RunOnceResult<T>>;
+  try {
+    outcome = (await runLocked(
+      scope,
+      key,
+      async (tx: Tx): Promise<RunOnceResult<T>> => {
+        const connection = contextOfTransaction(tx)?.connection;
+        if (connection === undefined) throw new Error('pglock bug: runOnce ran outside its lock context');
+        let rows: readonly Row[];
+        try {
+          rows = await connection.query(claim);
+        } catch (error) {
+          if (sqlStateOf(error) === SERIALIZATION_FAILURE) throw new Busy(error);
+          throw jobsTableError(error, key, verb, 'recording the run under');
+        }
+        const period = periodOf(rows[0]);
+        if (Number(cell(rows[0] ?? {}, 'claimed')) !== 1) return { ran: false, reason: 'done', period };
+        return { ran: true, value: await fn(tx, { period }), period };
+      },
+      lockOptions,
+      true,
+      verb,
+    )) as typeof outcome;
+  } catch (error) {
+    if (!(error instanceof Busy)) throw error;
+    outcome = { acquired: false };
+  }
+  if (outcome.acquired) return outcome.value;
+  return { ran: false, reason: 'busy', period: await currentPeriod(scope, key, perMs, verb) };
+}
+
+async function currentPeriod<Db, Tx>(
+  scope: VerbScope<Db, Tx>,
+  key: BigintLockKey,
+  perMs: number,
+  verb: string,
+): Promise<RunOncePeriod> {
+  try {
+    const [row] = await scope.port.query(scope.db, periodStatement(perMs));
+    return periodOf(row);
+  } catch (error) {
+    throw queryFailed({ keys: [key] }, verb, 'reading the period of', error);
+  }
+}
+
+function periodOf(row: Row | undefined): RunOncePeriod {
+  const start = Number(cell(row ?? {}, 'start'));
+  const end = Number(cell(row ?? {}, 'finish'));
+  if (!Number.isSafeInteger(start) || !Number.isSafeInteger(end))
+    throw new Error('pglock bug: no period in the claim');
+  return Object.freeze({ start: new Date(start), end: new Date(end) });
+}

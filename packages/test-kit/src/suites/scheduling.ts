@@ -1,0 +1,524 @@
+import {
+  type Election,
+  InvalidLockKeyError,
+  InvalidLockOptionsError,
+  JOBS_TABLE_DDL,
+  type LeaderCampaign,
+  type LeaderOptions,
+  LockLostError,
+  LockTableMissingError,
+  LockUsageError,
+  lockKey,
+} from '@pglock/core';
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { Backdoor } from '../backdoor.ts';
+import { Child } from '../child.ts';
+import { deferred, holdLock, missing, type SuiteContext } from '../context.ts';
+import type { AdapterInstance } from '../harness.ts';
+
+/** A database of the test server without `pglock_jobs`, for the missing-table paths. */
+const EMPTY_DATABASE = 'pglock_kit_no_jobs_table';
+// Serialises the one-time setup of parallel test files (a backdoor session lock on a fixed key).
+const SETUP_KEY = '8120031911';
+
+/** Creates `pglock_jobs` in the test database and the empty database beside it, once. */
+async function setUpDatabases(backdoor: Backdoor): Promise<void> {
+  await backdoor.query('SELECT pg_advisory_lock($1::bigint)', [SETUP_KEY]);
+  try {
+    await backdoor.query(JOBS_TABLE_DDL);
+    const [found] = await backdoor.query('SELECT 1 AS ok FROM pg_database WHERE datname = $1', [
+      EMPTY_DATABASE,
+    ]);
+    if (!found) await backdoor.query(`CREATE DATABASE ${EMPTY_DATABASE}`);
+  } finally {
+    await backdoor.query('SELECT pg_advisory_unlock($1::bigint)', [SETUP_KEY]);
+  }
+}
+
+function emptyDatabaseUrl(url: string): string {
+  const other = new URL(url);
+  other.pathname = `/${EMPTY_DATABASE}`;
+  return other.href;
+}
+
+function leaderOf(instance: AdapterInstance): (name: string, options: LeaderOptions) => LeaderCampaign {
+  const start = instance.locks.leader;
+  if (start === undefined) throw new Error('the adapter has no leader');
+  return start;
+}
+
+interface Term {
+  readonly who: string;
+  readonly term: number;
+  readonly elected: number;
+  ended?: number;
+  reason?: unknown;
+}
+
+/** Records every election of the campaigns it hands `onElected` to, and when each term ended. */
+function elections() {
+  const terms: Term[] = [];
+  return {
+    terms,
+    on(who: string) {
+      return ({ term, signal }: Election) => {
+        const entry: Term = { who, term, elected: performance.now() };
+        terms.push(entry);
+        signal.addEventListener('abort', () => {
+          entry.ended = performance.now();
+          entry.reason = signal.reason;
+        });
+      };
+    },
+  };
+}
+
+const caught = (fn: () => unknown): unknown => {
+  try {
+    fn();
+  } catch (error) {
+    return error;
+  }
+  return undefined;
+};
+
+/** `runOnce` (once per period, across processes) and `leader` (one leader, fencing terms). */
+export function schedulingSuite(ctx: SuiteContext): void {
+  const { capabilities } = ctx.harness;
+  const noProcesses = missing(capabilities, 'multiProcess', 'the adapter cannot run in child processes');
+  const noContention = missing(capabilities, 'contention', 'one connection only: nothing can contend');
+  const noSession =
+    missing(capabilities, 'session', 'the adapter cannot pin a connection for a session lock') ??
+    (ctx.viaPooler ? 'a transaction-mode pooler cannot hold session locks (checked below)' : undefined);
+
+  beforeAll(() => setUpDatabases(ctx.backdoor));
+
+  describe('runOnce', () => {
+    it('runs once per period: done after it ran, and a throwing run uses up nothing', async () => {
+      const instance = await ctx.open();
+      const { name } = ctx.name('run-once');
+      const boom = new Error('boom');
+      const table = ctx.table();
+      await ctx.backdoor.query(`CREATE TABLE ${table}_rows (n int NOT NULL)`);
+      const write = async (tx: unknown) => {
+        await instance.sqlOn(tx)(`INSERT INTO ${table}_rows VALUES (1)`);
+      };
+      const failed = await instance.locks
+        .runOnce(name, { per: '1h' }, async (tx) => {
+          await write(tx);
+          throw boom;
+        })
+        .catch((e: unknown) => e);
+      expect(failed).toBe(boom);
+      expect(await ctx.backdoor.query(`SELECT n FROM ${table}_rows`)).toEqual([]);
+
+      const first = await instance.locks.runOnce(name, { per: '1h' }, async (tx, { period }) => {
+        await write(tx);
+        return period;
+      });
+      expect(first.ran).toBe(true);
+      const { period } = first;
+      expect(first.ran && first.value).toEqual(period);
+      expect(period.end.getTime() - period.start.getTime()).toBe(3_600_000);
+      expect(period.start.getTime() % 3_600_000).toBe(0);
+      const [server] = await ctx.backdoor.query<{ now: Date }>('SELECT now()');
+      expect(server!.now.getTime()).toBeGreaterThanOrEqual(period.start.getTime());
+
+      let ranAgain = false;
+      const second = await instance.locks.runOnce(name, { per: 3_600_000 }, async () => {
+        ranAgain = true;
+      });
+      expect(second).toEqual({ ran: false, reason: 'done', period });
+      expect(ranAgain).toBe(false);
+      expect(await ctx.backdoor.query(`SELECT n FROM ${table}_rows`)).toEqual([{ n: 1 }]);
+      const [row] = await ctx.backdoor.query<{ key: string; name: string; period_start: Date }>(
+        'SELECT key::text, name, period_start FROM pglock_jobs WHERE key = $1::bigint',
+        [String((lockKey(name) as { value: bigint }).value)],
+      );
+      expect(row).toEqual({
+        key: String((lockKey(name) as { value: bigint }).value),
+        name,
+        period_start: period.start,
+      });
+    });
+
+    describe.skipIf(noContention)(`busy${noContention ? ` (skipped: ${noContention})` : ''}`, () => {
+      it("'busy' while another instance runs it (no wait), 'done' once that run committed; timeoutMs waits", async () => {
+        const { name } = ctx.name('run-once-busy');
+        const [runner, other] = [await ctx.open(), await ctx.open()];
+        const entered = deferred();
+        const leave = deferred();
+        const running = runner.locks.runOnce(name, { per: '1d' }, async () => {
+          entered.resolve();
+          await leave.promise;
+          return 'first';
+        });
+        await entered.promise;
+        const started = performance.now();
+        const busy = await other.locks.runOnce(name, { per: '1d' }, async () => 'second');
+        expect(busy).toMatchObject({ ran: false, reason: 'busy' });
+        expect(performance.now() - started).toBeLessThan(1_000);
+        expect(busy.period.end.getTime() - busy.period.start.getTime()).toBe(86_400_000);
+        expect(busy.period.start.getUTCHours()).toBe(0);
+
+        const waiting = other.locks.runOnce(name, { per: '1d', timeoutMs: 10_000 }, async () => 'second');
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        leave.resolve();
+        expect(await running).toMatchObject({ ran: true, value: 'first' });
+        expect(await waiting).toMatchObject({ ran: false, reason: 'done' });
+      });
+
+      it('factory defaults: the namespace keys it; a default timeoutMs or shared does not make it wait or share', async () => {
+        const namespace = `kit-${Math.random().toString(36).slice(2)}`;
+        const { name } = ctx.name('run-once-defaults');
+        const [holder, caller] = [await ctx.open(), await ctx.open()];
+        const held = await holdLock(holder, lockKey(name, { namespace }));
+        try {
+          const locks = caller.advisoryLocks({ namespace, timeoutMs: 30_000, shared: true });
+          const started = performance.now();
+          const result = await locks.runOnce(name, { per: '1h' }, async () => 'ran');
+          expect(result).toMatchObject({ ran: false, reason: 'busy' });
+          expect(performance.now() - started).toBeLessThan(5_000);
+        } finally {
+          await held.release();
+        }
+        const locks = caller.advisoryLocks({ namespace });
+        expect(await locks.runOnce(name, { per: '1h' }, async () => 'ran')).toMatchObject({ ran: true });
+        const [row] = await ctx.backdoor.query('SELECT namespace FROM pglock_jobs WHERE key = $1::bigint', [
+          String((lockKey(name, { namespace }) as { value: bigint }).value),
+        ]);
+        expect(row).toEqual({ namespace });
+      });
+    });
+
+    it('nested in a running withLock: the record commits (or rolls back) with that transaction', async () => {
+      const instance = await ctx.open();
+      const { name } = ctx.name('run-once-nested');
+      const outer = ctx.name('run-once-outer').name;
+      const fail = new Error('outer fails');
+      const error = await instance
+        .withLock(outer, async () => {
+          const inner = await instance.locks.runOnce(name, { per: '1h' }, async () => 'inner');
+          expect(inner).toMatchObject({ ran: true, value: 'inner' });
+          throw fail;
+        })
+        .catch((e: unknown) => e);
+      expect(error).toBe(fail);
+      // The outer transaction rolled back, and the period's record with it.
+      const again = await instance.withLock(outer, () =>
+        instance.locks.runOnce(name, { per: '1h' }, async () => 'again'),
+      );
+      expect(again).toMatchObject({ ran: true, value: 'again' });
+      expect(await instance.locks.runOnce(name, { per: '1h' }, async () => 'third')).toMatchObject({
+        ran: false,
+        reason: 'done',
+      });
+    });
+
+    it('bad input: InvalidLockOptionsError / InvalidLockKeyError before any SQL', async () => {
+      const instance = await ctx.open();
+      const before = instance.statementCount();
+      const job = async () => 'ran';
+      for (const per of [0, -1, 1.5, 2 ** 31, '1w', '1.5h', '30d', ' 1h', '', null, undefined]) {
+        const error = await instance.locks
+          .runOnce('job', { per: per as never }, job)
+          .catch((e: unknown) => e);
+        expect(InvalidLockOptionsError.is(error), String(per)).toBe(true);
+      }
+      for (const options of [{ per: '1h', timeoutMs: -1 }, { per: '1h', namespace: '' }, null, undefined]) {
+        const error = await instance.locks.runOnce('job', options as never, job).catch((e: unknown) => e);
+        expect(isInputError(error), JSON.stringify(options)).toBe(true);
+      }
+      for (const name of ['', 42, null]) {
+        const error = await instance.locks
+          .runOnce(name as never, { per: '1h' }, job)
+          .catch((e: unknown) => e);
+        expect(InvalidLockKeyError.is(error), String(name)).toBe(true);
+      }
+      const noFn = await instance.locks
+        .runOnce('job', { per: '1h' }, 'job' as never)
+        .catch((e: unknown) => e);
+      expect(InvalidLockOptionsError.is(noFn)).toBe(true);
+      if (capabilities.countsStatements) expect(instance.statementCount()).toBe(before);
+    });
+
+    it('a missing table is LockTableMissingError with the DDL (never a raw 42P01), and nothing stays locked', async () => {
+      const instance = await ctx.harness.open(emptyDatabaseUrl(ctx.url));
+      try {
+        const { name } = ctx.name('run-once-missing');
+        let ran = false;
+        const error = await instance.locks
+          .runOnce(name, { per: '1h' }, async () => {
+            ran = true;
+          })
+          .catch((e: unknown) => e);
+        expect(LockTableMissingError.is(error)).toBe(true);
+        expect(ran).toBe(false);
+        expect((error as LockTableMissingError).ddl).toBe(JOBS_TABLE_DDL);
+        expect((error as Error).message).toContain(JOBS_TABLE_DDL);
+        expect((error as LockTableMissingError).key).toMatchObject({ name });
+        // The failed transaction was rolled back and its connection is usable again.
+        expect(await instance.withLock(name, async () => 'ok', { timeoutMs: 0 })).toBe('ok');
+        expect(await instance.isLocked(name)).toBe(false);
+      } finally {
+        await instance.close();
+      }
+      // Nested: the savepoint is rolled back, and the outer transaction goes on.
+      const nested = await ctx.open();
+      const outer = ctx.name('run-once-missing-outer').name;
+      const { name } = ctx.name('run-once-missing-nested');
+      const result = await nested.withLock(outer, async (sql) => {
+        await sql('SET LOCAL search_path TO pglock_kit_nowhere');
+        const inner = await nested.locks
+          .runOnce(name, { per: '1h' }, async () => 'ran')
+          .catch((e: unknown) => e);
+        await sql('SELECT 1');
+        return inner;
+      });
+      expect(LockTableMissingError.is(result)).toBe(true);
+    });
+  });
+
+  describe.skipIf(noProcesses)(
+    `runOnce across processes${noProcesses ? ` (skipped: ${noProcesses})` : ''}`,
+    () => {
+      it('6 processes calling every 100–200 ms for 4.5 s: exactly one run in every period', async () => {
+        const table = ctx.table();
+        const per = 1_000;
+        await ctx.backdoor.query(
+          `CREATE TABLE ${table}_rows (worker int NOT NULL, period_start timestamptz NOT NULL, at timestamptz NOT NULL)`,
+        );
+        const { name } = ctx.name('run-once-processes');
+        // The backdoor holds the gate until every process waits for it, so all six call together.
+        const gate = ctx.name('run-once-gate');
+        await ctx.backdoor.query('SELECT pg_advisory_lock($1::bigint)', [String(gate.key)]);
+        const children = Array.from(
+          { length: 6 },
+          () =>
+            new Child(ctx.harness, ctx.url, 'runOnceLoop', {
+              key: name,
+              gate: gate.name,
+              table,
+              per,
+              ms: 4_500,
+            }),
+        );
+        try {
+          await Promise.all(children.map((child) => child.next('ready', 60_000)));
+          await ctx.backdoor.waitForWaiters(gate.key, 6);
+        } finally {
+          await ctx.backdoor.query('SELECT pg_advisory_unlock($1::bigint)', [String(gate.key)]);
+        }
+        const reports = await Promise.all(children.map((child) => child.next('done', 60_000)));
+        await Promise.all(children.map((child) => child.expectSuccess()));
+
+        const rows = await ctx.backdoor.query<{ worker: number; period_start: Date; at: Date }>(
+          `SELECT worker, period_start, at FROM ${table}_rows ORDER BY at`,
+        );
+        const runs = new Map<number, number>();
+        for (const row of rows) {
+          const start = row.period_start.getTime();
+          runs.set(start, (runs.get(start) ?? 0) + 1);
+          // The run happened in its period, on the server's clock.
+          expect(start % per).toBe(0);
+          expect(row.at.getTime()).toBeGreaterThanOrEqual(start);
+          expect(row.at.getTime()).toBeLessThan(start + per + 1_000);
+        }
+        expect([...runs.values()].filter((count) => count > 1)).toEqual([]);
+        const seen = reports.flatMap((report) => report.periods as number[]);
+        const first = Math.min(...seen);
+        const last = Math.max(...seen);
+        // Every period the callers spanned has its run; the first and last may have seen only a busy tail.
+        for (let start = first + per; start < last; start += per)
+          expect(runs.get(start), new Date(start).toISOString()).toBe(1);
+        expect(runs.size).toBeGreaterThanOrEqual(4);
+        const counts = reports.map((report) => report.counts as { ran: number; done: number; busy: number });
+        expect(counts.reduce((sum, c) => sum + c.ran, 0)).toBe(rows.length);
+        expect(counts.reduce((sum, c) => sum + c.done + c.busy, 0)).toBeGreaterThan(0);
+        expect(new Set(rows.map((row) => row.worker)).size).toBeGreaterThan(1);
+      });
+
+      it('a job whose process is SIGKILLed mid-run uses up nothing: the next caller runs it', async () => {
+        const table = ctx.table();
+        await ctx.backdoor.query(
+          `CREATE TABLE ${table}_rows (worker int NOT NULL, period_start timestamptz NOT NULL, at timestamptz NOT NULL)`,
+        );
+        const { name, key } = ctx.name('run-once-killed');
+        const child = new Child(ctx.harness, ctx.url, 'runOnceHang', { key: name, table });
+        await child.next('running');
+        expect((await ctx.backdoor.locksOn(key)).filter((lock) => lock.granted)).toHaveLength(1);
+        child.kill('SIGKILL');
+        const instance = await ctx.open();
+        const result = await instance.locks.runOnce(name, { per: '1h', timeoutMs: 10_000 }, async (tx) => {
+          await instance.sqlOn(tx)(`INSERT INTO ${table}_rows VALUES (0, now(), now())`);
+          return 'after the kill';
+        });
+        expect(result).toMatchObject({ ran: true, value: 'after the kill' });
+        // The killed run's row was rolled back with its transaction.
+        expect(await ctx.backdoor.query(`SELECT worker FROM ${table}_rows`)).toEqual([{ worker: 0 }]);
+      });
+    },
+  );
+
+  describe.skipIf(noSession)(`leader${noSession ? ` (skipped: ${noSession})` : ''}`, () => {
+    it('two campaigns: one leader; its backend terminated → the standby leads with a greater term; then back', async () => {
+      const { name, key } = ctx.name('leader');
+      const [one, two] = [await ctx.open(), await ctx.open()];
+      const log = elections();
+      const options = { heartbeatMs: 200, retryMs: 50 };
+      const a = leaderOf(one)(name, { ...options, onElected: log.on('a') });
+      const b = leaderOf(two)(name, { ...options, onElected: log.on('b') });
+      try {
+        await ctx.backdoor.waitFor('a leader', async () => log.terms.length === 1);
+        await ctx.backdoor.waitForWaiters(key, 1);
+        const [leading, standby] = log.terms[0]!.who === 'a' ? [a, b] : [b, a];
+        expect(leading.isLeader).toBe(true);
+        expect(leading.term).toBe(log.terms[0]!.term);
+        expect(standby.isLeader).toBe(false);
+        expect(standby.term).toBeUndefined();
+
+        const [holder] = (await ctx.backdoor.locksOn(key)).filter((lock) => lock.granted);
+        await ctx.backdoor.query('SELECT pg_terminate_backend($1)', [holder!.pid]);
+        await ctx.backdoor.waitFor('the standby elected', async () => log.terms.length === 2);
+        const [lost, next] = log.terms as [Term, Term];
+        expect(next.who).not.toBe(lost.who);
+        expect(next.term).toBeGreaterThan(lost.term);
+        expect(LockLostError.is(lost.reason)).toBe(true);
+        expect(leading.isLeader).toBe(false);
+        expect(standby.term).toBe(next.term);
+
+        // The deposed one campaigns again and waits; when the new leader stops, it leads again.
+        await ctx.backdoor.waitForWaiters(key, 1);
+        await standby.stop();
+        await ctx.backdoor.waitFor('the first elected again', async () => log.terms.length === 3);
+        expect(log.terms[2]).toMatchObject({ who: lost.who });
+        expect(log.terms[2]!.term).toBeGreaterThan(next.term);
+        const [row] = await ctx.backdoor.query('SELECT term::int FROM pglock_jobs WHERE key = $1::bigint', [
+          String(key),
+        ]);
+        expect(row).toEqual({ term: log.terms[2]!.term });
+      } finally {
+        await Promise.all([a.stop(), b.stop()]);
+      }
+      expect(await ctx.backdoor.locksOn(key)).toEqual([]);
+    });
+
+    it('stop() resigns after the callback settled; the standby is elected only then', async () => {
+      const { name, key } = ctx.name('leader-stop');
+      const [one, two] = [await ctx.open(), await ctx.open()];
+      let cleanedUp = 0;
+      let electedB = 0;
+      let reason: unknown;
+      const a = leaderOf(one)(name, {
+        onElected: async ({ signal }) => {
+          await new Promise((resolve) => signal.addEventListener('abort', resolve));
+          reason = signal.reason;
+          await new Promise((resolve) => setTimeout(resolve, 150));
+          cleanedUp = performance.now();
+        },
+      });
+      await ctx.backdoor.waitFor('a elected', async () => a.isLeader);
+      const b = leaderOf(two)(name, {
+        onElected: () => {
+          electedB = performance.now();
+        },
+      });
+      try {
+        await ctx.backdoor.waitForWaiters(key, 1);
+        await a.stop();
+        expect(cleanedUp).toBeGreaterThan(0);
+        expect(reason).toMatchObject({ name: 'AbortError' });
+        expect(a.isLeader).toBe(false);
+        await ctx.backdoor.waitFor('b elected', async () => b.isLeader);
+        expect(electedB).toBeGreaterThanOrEqual(cleanedUp);
+        expect(await a.stop()).toBeUndefined();
+      } finally {
+        await b.stop();
+      }
+      expect(await ctx.backdoor.locksOn(key)).toEqual([]);
+    });
+
+    it('an onElected that throws goes to onError; the campaign resigns and is elected again', async () => {
+      const { name } = ctx.name('leader-throws');
+      const instance = await ctx.open();
+      const errors: unknown[] = [];
+      const terms: number[] = [];
+      const boom = new Error('boom');
+      const campaign = leaderOf(instance)(name, {
+        retryMs: 20,
+        onElected: ({ term }) => {
+          terms.push(term);
+          if (terms.length === 1) throw boom;
+        },
+        onError: (error) => {
+          errors.push(error);
+          throw new Error('a throwing onError changes nothing');
+        },
+      });
+      try {
+        await ctx.backdoor.waitFor('a second term', async () => terms.length === 2 && campaign.isLeader);
+        expect(errors).toEqual([boom]);
+        expect(terms[1]).toBeGreaterThan(terms[0]!);
+        expect(campaign.term).toBe(terms[1]);
+      } finally {
+        await campaign.stop();
+      }
+    });
+
+    it('bad options throw at once (typed, before any SQL); a missing table goes to onError', async () => {
+      const instance = await ctx.open();
+      const before = instance.statementCount();
+      const start = leaderOf(instance);
+      const onElected = () => undefined;
+      expect(InvalidLockOptionsError.is(caught(() => start('x', {} as never)))).toBe(true);
+      expect(InvalidLockOptionsError.is(caught(() => start('x', { onElected, heartbeatMs: 5 })))).toBe(true);
+      expect(InvalidLockOptionsError.is(caught(() => start('x', { onElected, retryMs: -1 })))).toBe(true);
+      expect(
+        InvalidLockOptionsError.is(caught(() => start('x', { onElected, onError: 'log' as never }))),
+      ).toBe(true);
+      expect(InvalidLockKeyError.is(caught(() => start('', { onElected })))).toBe(true);
+      expect(InvalidLockKeyError.is(caught(() => start(7 as never, { onElected })))).toBe(true);
+      if (capabilities.countsStatements) expect(instance.statementCount()).toBe(before);
+
+      const empty = await ctx.harness.open(emptyDatabaseUrl(ctx.url));
+      try {
+        const errors: unknown[] = [];
+        let elected = false;
+        const campaign = leaderOf(empty)(ctx.name('leader-missing').name, {
+          retryMs: 20,
+          onElected: () => {
+            elected = true;
+          },
+          onError: (error) => errors.push(error),
+        });
+        await ctx.backdoor.waitFor('the error', async () => errors.length >= 2);
+        await campaign.stop();
+        expect(LockTableMissingError.is(errors[0])).toBe(true);
+        expect(elected).toBe(false);
+        expect(campaign.isLeader).toBe(false);
+      } finally {
+        await empty.close();
+      }
+    });
+  });
+
+  describe.skipIf(!ctx.viaPooler || !capabilities.session)('leader through a transaction-mode pooler', () => {
+    it('the campaign reports LockUsageError to onError and ends', async () => {
+      const instance = await ctx.open();
+      const errors: unknown[] = [];
+      const campaign = leaderOf(instance)(ctx.name('leader-pooler').name, {
+        onElected: () => undefined,
+        onError: (error) => errors.push(error),
+      });
+      await ctx.backdoor.waitFor('the error', async () => errors.length === 1);
+      await campaign.stop();
+      expect(LockUsageError.is(errors[0])).toBe(true);
+      expect((errors[0] as Error).message).toMatch(/transaction-mode pooler/);
+      expect(campaign.isLeader).toBe(false);
+    });
+  });
+}
+
+function isInputError(error: unknown): boolean {
+  return InvalidLockOptionsError.is(error) || InvalidLockKeyError.is(error);
+}
