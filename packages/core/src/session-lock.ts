@@ -63,6 +63,8 @@ const DEFAULT_HEARTBEAT_MS = 1_000;
 /** A check from another connection may have to wait for the pool to open one. */
 const MIN_CONTROL_CHECK_MS = 2_000;
 const PROBE_TIMEOUT_MS = 2_000;
+/** Looks of the pooler check (two round trips each, only through a pooler). */
+const PROBE_ROUNDS = 5;
 
 const identify = statementText(
   'SELECT pg_backend_pid() AS pid, floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint::text AS since',
@@ -111,6 +113,21 @@ export async function takeSessionLock<Db>(
     died ??= cause ?? new Error('the connection ended');
     holder?.lose(died, 'dead');
   });
+  // The backend is checked before the lock is taken (issue 12 A1, found by the kit's "two
+  // instances trying at once" test): through a transaction-mode pooler the unlock of a lock refused
+  // after it was taken can land on another server backend, leaving the lock held on a pooled server
+  // connection that no client owns.
+  let pid: number;
+  try {
+    const [row] = await pinned.query(backendPidStatement);
+    pid = Number(cell(row ?? {}, 'pid'));
+    if (!Number.isInteger(pid)) throw new Error('pg_backend_pid() gave no pid');
+    await assertStableBackend(port, db, pinned, pid, request, verb, false);
+  } catch (error) {
+    if (LockUsageError.is(error)) throw error;
+    await pinned.release(died !== undefined ? 'dead' : 'unknown', asError(error));
+    throw queryFailed(request, verb, 'checking', error);
+  }
   const trace = startTrace(request, 'session');
   let held: boolean;
   try {
@@ -125,14 +142,14 @@ export async function takeSessionLock<Db>(
     if (attempt) return undefined;
     throw notAcquiredError(request, verb);
   }
-  let pid: number;
   let since: string;
   try {
     const [row] = await pinned.query(identify);
-    pid = Number(cell(row ?? {}, 'pid'));
+    const lockedOn = Number(cell(row ?? {}, 'pid'));
     since = String(cell(row ?? {}, 'since'));
-    if (!Number.isInteger(pid) || !/^\d+$/.test(since)) throw new Error('pg_backend_pid() gave no pid');
-    await assertStableBackend(port, db, pinned, pid, request, verb);
+    if (!Number.isInteger(lockedOn) || !/^\d+$/.test(since)) throw new Error('pg_backend_pid() gave no pid');
+    // A pooler the check could not see still shows here: the backend changed between statements.
+    if (lockedOn !== pid) await refuseSession(pinned, request, verb, CHANGING_BACKENDS, true);
   } catch (error) {
     if (!LockUsageError.is(error)) {
       await pinned.release(died !== undefined ? 'dead' : 'unknown', asError(error));
@@ -178,6 +195,7 @@ async function assertStableBackend<Db>(
   pid: number,
   request: LockRequest,
   verb: string,
+  locked: boolean,
 ): Promise<void> {
   if (pinned.processID === pid) return;
   let reason: string | undefined;
@@ -187,29 +205,50 @@ async function assertStableBackend<Db>(
     let control: ControlConnection | undefined;
     try {
       control = await within(open(db), PROBE_TIMEOUT_MS, 'no second connection', (late) => late.release());
-      const [other] = await control.query(backendPidStatement);
-      const [again] = await pinned.query(backendPidStatement);
-      const otherPid = Number(cell(other ?? {}, 'pid'));
-      const againPid = Number(cell(again ?? {}, 'pid'));
-      if (againPid === pid && otherPid !== pid) return;
-      reason = 'its statements run on changing server backends (a transaction-mode pooler, e.g. PgBouncer pool_mode = transaction)';
+      // One look can miss a transaction-mode pooler when other clients take the backend in between
+      // (two instances probing at once were both let through); a session-mode pooler passes every
+      // round, a transaction-mode one fails one of a few as soon as its last-used backend is idle.
+      let stable = true;
+      for (let round = 0; round < PROBE_ROUNDS && stable; round++) {
+        const [other] = await control.query(backendPidStatement);
+        const [again] = await pinned.query(backendPidStatement);
+        stable = Number(cell(again ?? {}, 'pid')) === pid && Number(cell(other ?? {}, 'pid')) !== pid;
+      }
+      if (stable) return;
+      reason = CHANGING_BACKENDS;
     } catch {
       reason = `no second connection answered within ${PROBE_TIMEOUT_MS} ms to check that it is not a transaction-mode pooler`;
     } finally {
       await control?.release();
     }
   }
+  await refuseSession(pinned, request, verb, reason, locked);
+}
+
+const CHANGING_BACKENDS =
+  'its statements run on changing server backends (a transaction-mode pooler, e.g. PgBouncer pool_mode = transaction)';
+
+/** Gives the pinned connection up (unlocking first when `locked`) and throws the refusal. */
+async function refuseSession(
+  pinned: PinnedConnection,
+  request: LockRequest,
+  verb: string,
+  reason: string,
+  locked: boolean,
+): Promise<never> {
   let released = true;
-  try {
-    for (const stmt of sessionUnlockStatements(request.keys, request.shared)) await pinned.query(stmt);
-  } catch {
-    released = false;
+  if (locked) {
+    try {
+      for (const stmt of sessionUnlockStatements(request.keys, request.shared)) await pinned.query(stmt);
+    } catch {
+      released = false;
+    }
   }
   await pinned.release('unknown', new Error('session lock refused'));
   throw new LockUsageError(
     `${verb}: the session ${describeKeys(request)} cannot be held through this connection: ${reason}, so an unlock or a heartbeat could land on another backend and two holders could both believe they hold it. ` +
       'Use withLock (transaction-scoped locks work through transaction pooling), or take session locks on a direct connection or through a session-mode pool. ' +
-      (released ? 'The lock was released.' : 'The connection was closed, which releases the lock.'),
+      (!locked ? 'Nothing was locked.' : released ? 'The lock was released.' : 'The connection was closed, which releases the lock.'),
     { keys: request.keys },
   );
 }

@@ -72,9 +72,14 @@ function settingsFor<Db, Tx>(
   const given = options?.transaction;
   const fallback = scope.defaults.transaction;
   if (given === undefined && fallback === undefined) return NO_TRANSACTION_SETTINGS;
+  // Anything but a plain object (`null` included) goes to the check as given, which refuses it:
+  // `given ?? fallback` let `transaction: null` through as "no settings" (found by the kit).
+  const mergeable = typeof given === 'object' && given !== null && !Array.isArray(given);
   const merged =
-    given === undefined || fallback === undefined
-      ? (given ?? fallback)
+    given === undefined || fallback === undefined || !mergeable
+      ? given === undefined
+        ? fallback
+        : given
       : { ...fallback, ...Object.fromEntries(Object.entries(given).filter(([, v]) => v !== undefined)) };
   return checkTransactionSettings(merged, scope.port.transactionSettings, verb);
 }

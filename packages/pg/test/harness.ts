@@ -6,7 +6,14 @@ const sqlOf =
   (client: PgClientLike): Sql =>
   async (text, values = []) => [...(await client.query(text, [...values])).rows];
 
-const capabilities = { contention: true, multiProcess: true, abort: true, countsStatements: true, session: true };
+const capabilities = {
+  contention: true,
+  multiProcess: true,
+  abort: true,
+  countsStatements: true,
+  session: true,
+  transactionSettings: ['isolationLevel', 'accessMode', 'deferrable'],
+} as const;
 
 /** `@pglock/pg` over a `pg.Pool`. */
 export const poolHarness = defineHarness<PgClientLike>({
@@ -14,9 +21,10 @@ export const poolHarness = defineHarness<PgClientLike>({
   capabilities,
   moduleUrl: import.meta.url,
   exportName: 'poolHarness',
-  async open(url, { max }) {
-    const { pool, count } = countingPool({ connectionString: url, max });
+  async open(url, { max, errorListeners }) {
+    const { pool, count } = countingPool({ connectionString: url, max }, { errorListeners });
     return {
+      db: pool,
       advisoryLocks: (defaults) => advisoryLocks(pool, defaults),
       locksOn: (client) => advisoryLocks(client),
       sql: sqlOf,
@@ -43,13 +51,13 @@ export const poolHarness = defineHarness<PgClientLike>({
 /** `@pglock/pg` over one `pg.Client` (no session locks: they pin a pooled connection). */
 export const clientHarness = defineHarness<PgClientLike>({
   name: 'pg (Client)',
-  capabilities: { ...capabilities, session: false },
+  capabilities: { ...capabilities, session: false, concurrentCalls: false },
   moduleUrl: import.meta.url,
   exportName: 'clientHarness',
-  async open(url) {
+  async open(url, { errorListeners }) {
     let count = 0;
     const client = new pg.Client({ connectionString: url });
-    client.on('error', () => undefined);
+    if (errorListeners) client.on('error', () => undefined);
     await client.connect();
     const query = client.query.bind(client) as (...args: unknown[]) => unknown;
     (client as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
@@ -57,6 +65,7 @@ export const clientHarness = defineHarness<PgClientLike>({
       return query(...args);
     };
     return {
+      db: client,
       advisoryLocks: (defaults) => advisoryLocks(client, defaults),
       locksOn: (tx) => advisoryLocks(tx),
       sql: sqlOf,

@@ -1,6 +1,17 @@
+import { Backdoor } from '@pglock/test-kit';
 import pg from 'pg';
 import { afterEach, describe, expect, expectTypeOf, inject, it } from 'vitest';
-import { AdvisoryLockError, InvalidLockOptionsError, type IsolationLevel, withLock } from '../src/index.ts';
+import {
+  AdvisoryLockError,
+  InvalidLockOptionsError,
+  type IsolationLevel,
+  isLocked,
+  LockUsageError,
+  lock,
+  lockKey,
+  tryLock,
+  withLock,
+} from '../src/index.ts';
 
 const url = inject('databaseUrl');
 const closers: (() => Promise<void>)[] = [];
@@ -9,26 +20,66 @@ afterEach(async () => {
 });
 
 describe('@pglock/pg specifics', () => {
-  it('isolationLevel opens the transaction at that level', async () => {
+  it('the callback gets the pg.PoolClient running the transaction (types), at the isolation level asked', async () => {
     const pool = new pg.Pool({ connectionString: url, max: 1 });
     closers.push(() => pool.end());
-    for (const level of ['serializable', 'repeatable read', 'read committed'] satisfies IsolationLevel[]) {
-      const seen = await withLock(
-        pool,
-        `iso:${level}`,
-        async (client) => {
-          expectTypeOf(client).toEqualTypeOf<pg.PoolClient>();
-          return (await client.query<{ transaction_isolation: string }>('SHOW transaction_isolation')).rows[0]
-            ?.transaction_isolation;
-        },
-        { transaction: { isolationLevel: level } },
-      );
-      expect(seen).toBe(level);
-    }
+    const seen = await withLock(
+      pool,
+      `iso:${Math.random()}`,
+      async (client) => {
+        expectTypeOf(client).toEqualTypeOf<pg.PoolClient>();
+        return (await client.query<{ transaction_isolation: string }>('SHOW transaction_isolation')).rows[0]
+          ?.transaction_isolation;
+      },
+      { transaction: { isolationLevel: 'serializable' satisfies IsolationLevel } },
+    );
+    expect(seen).toBe('serializable');
     const error = await withLock(pool, 'iso', async () => 1, {
       transaction: { isolationLevel: 'chaos; DROP' as IsolationLevel },
     }).catch((e) => e);
     expect(InvalidLockOptionsError.is(error)).toBe(true);
+  });
+
+  it("A3: withLock on a pg.Client after the caller's BEGIN nests there and never commits the caller's transaction", async () => {
+    const client = new pg.Client(url);
+    await client.connect();
+    closers.push(() => client.end());
+    const backdoor = await Backdoor.open(url);
+    closers.push(() => backdoor.close());
+    const table = `pglock_nest_${Math.random().toString(36).slice(2, 10)}`;
+    await backdoor.query(`CREATE TABLE ${table} (v text)`);
+    closers.push(async () => void (await backdoor.query(`DROP TABLE ${table}`)));
+    const name = `client-begin:${Math.random()}`;
+    const key = (lockKey(name) as { value: bigint }).value;
+    await client.query('BEGIN');
+    await client.query(`INSERT INTO ${table} VALUES ('outer')`);
+    const pid = (await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]?.pid;
+    const inner = await withLock(client, name, async (tx) => {
+      expect(tx).toBe(client);
+      await tx.query(`INSERT INTO ${table} VALUES ('inner')`);
+      return 'nested';
+    });
+    expect(inner).toBe('nested');
+    // Still the caller's open transaction: nothing committed, the nested lock held until it ends.
+    expect(client.getTransactionStatus()).toBe('T');
+    expect(await backdoor.query(`SELECT v FROM ${table}`)).toEqual([]);
+    expect(await backdoor.locksOn(key)).toEqual([{ pid, granted: true, mode: 'ExclusiveLock' }]);
+    await client.query('ROLLBACK');
+    expect(await backdoor.query(`SELECT v FROM ${table}`)).toEqual([]);
+    expect(await backdoor.locksOn(key)).toEqual([]);
+  });
+
+  it('A4: lock/tryLock take a transaction client: a pool is a type error and LockUsageError', async () => {
+    const pool = new pg.Pool({ connectionString: url, max: 1 });
+    closers.push(() => pool.end());
+    const name = `pool-lock:${Math.random()}`;
+    // @ts-expect-error a pool runs each statement in autocommit: a transaction lock would end at once
+    const locked = await lock(pool, name).catch((e: unknown) => e);
+    // @ts-expect-error the same for tryLock
+    const tried = await tryLock(pool, name).catch((e: unknown) => e);
+    expect(LockUsageError.is(locked)).toBe(true);
+    expect(LockUsageError.is(tried)).toBe(true);
+    expect(await isLocked(pool, name)).toBe(false);
   });
 
   it('refuses a second concurrent withLock on one pg.Client instead of interleaving transactions', async () => {

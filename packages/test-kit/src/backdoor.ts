@@ -1,4 +1,15 @@
+import type { LockKey } from '@pglock/core';
+import { lockTag } from '@pglock/core/adapter';
 import pg from 'pg';
+
+/** A bigint key (as `lockKey(name).value` gives it) or a {@link LockKey} of either form. */
+export type BackdoorKey = bigint | LockKey;
+
+function tagOf(key: BackdoorKey): { classid: number; objid: number; objsubid: 1 | 2 } {
+  if (typeof key !== 'bigint') return lockTag(key);
+  const unsigned = BigInt.asUintN(64, key);
+  return { classid: Number(unsigned >> 32n), objid: Number(unsigned & 0xffffffffn), objsubid: 1 };
+}
 
 /**
  * A raw node-postgres connection beside the adapter under test: it checks effects in `pg_locks`
@@ -24,14 +35,29 @@ export class Backdoor {
     return (await this.#client.query<Row>(text, [...values])).rows;
   }
 
-  /** Advisory locks on `key` (a bigint as text), as `pg_locks` lists them. */
-  async locksOn(key: bigint): Promise<{ pid: number; granted: boolean; mode: string }[]> {
-    const unsigned = BigInt.asUintN(64, key);
+  /** Advisory locks on `key` (holders first, then waiters in arrival order), as `pg_locks` lists them. */
+  async locksOn(key: BackdoorKey): Promise<{ pid: number; granted: boolean; mode: string }[]> {
+    const { classid, objid, objsubid } = tagOf(key);
     return this.query(
-      `SELECT pid, granted, mode FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 1
+      `SELECT pid, granted, mode FROM pg_locks WHERE locktype = 'advisory' AND objsubid = $3::int
          AND classid = $1::bigint::oid AND objid = $2::bigint::oid
          AND database = (SELECT oid FROM pg_database WHERE datname = current_database()) ORDER BY granted DESC, waitstart`,
-      [String(unsigned >> 32n), String(unsigned & 0xffffffffn)],
+      [String(classid), String(objid), objsubid],
+    );
+  }
+
+  /** Backend pids that wait for `key` (not granted), in arrival order. */
+  async waitersOn(key: BackdoorKey): Promise<number[]> {
+    return (await this.locksOn(key)).filter((l) => !l.granted).map((l) => l.pid);
+  }
+
+  /** Terminates backend `pid` (`pg_terminate_backend`), and waits until it is gone. */
+  async terminate(pid: number): Promise<void> {
+    await this.query('SELECT pg_terminate_backend($1::int)', [pid]);
+    await this.waitFor(
+      `backend ${pid} to exit`,
+      async () =>
+        (await this.query('SELECT 1 FROM pg_stat_activity WHERE pid = $1::int', [pid])).length === 0,
     );
   }
 
@@ -47,7 +73,7 @@ export class Backdoor {
   }
 
   /** Waits until `count` sessions wait for `key` (not granted). */
-  waitForWaiters(key: bigint, count: number): Promise<true> {
+  waitForWaiters(key: BackdoorKey, count: number): Promise<true> {
     return this.waitFor(`${count} waiter(s) on ${key}`, async () => {
       const locks = await this.locksOn(key);
       return locks.filter((l) => !l.granted).length >= count || undefined;

@@ -1,13 +1,22 @@
 import { describe } from 'vitest';
 import { useSuiteContext } from './context.ts';
 import type { AdapterHarness } from './harness.ts';
+import { abortSuite } from './suites/abort.ts';
+import { diagnosticsSuite } from './suites/diagnostics.ts';
 import { exclusionSuite } from './suites/exclusion.ts';
 import { faultsSuite } from './suites/faults.ts';
 import { inputSuite } from './suites/input.ts';
+import { keyParitySuite } from './suites/key-parity.ts';
+import { misuseSuite } from './suites/misuse.ts';
 import { modesSuite } from './suites/modes.ts';
+import { nestingSuite } from './suites/nesting.ts';
+import { queueSuite } from './suites/queue.ts';
 import { releaseSuite } from './suites/release.ts';
+import { rolledBackSuite } from './suites/rolled-back.ts';
 import { schedulingSuite } from './suites/scheduling.ts';
+import { sessionLocksSuite } from './suites/session-locks.ts';
 import { timeoutSuite } from './suites/timeouts.ts';
+import { transactionSettingsSuite } from './suites/transaction-settings.ts';
 
 /** The named suites; an adapter runs all of them (capability gaps skip with a reason). */
 export const suites = {
@@ -17,6 +26,15 @@ export const suites = {
   modes: modesSuite,
   faults: faultsSuite,
   input: inputSuite,
+  misuse: misuseSuite,
+  nesting: nestingSuite,
+  rolledBack: rolledBackSuite,
+  abort: abortSuite,
+  queue: queueSuite,
+  sessionLocks: sessionLocksSuite,
+  keyParity: keyParitySuite,
+  transactionSettings: transactionSettingsSuite,
+  diagnostics: diagnosticsSuite,
   scheduling: schedulingSuite,
 } as const;
 
@@ -26,6 +44,8 @@ export interface ConformanceOptions {
   readonly url?: string | undefined;
   /** Appended to the suite name, e.g. `via PgBouncer (transaction pooling)`. */
   readonly label?: string | undefined;
+  /** Run only these suites (default: all), e.g. while working on one. */
+  readonly only?: readonly (keyof typeof suites)[] | undefined;
 }
 
 /**
@@ -42,6 +62,8 @@ export interface ConformanceOptions {
 export function runConformance(harness: AdapterHarness, options: ConformanceOptions = {}): void {
   describe(`conformance: ${harness.name}${options.label ? ` ${options.label}` : ''}`, () => {
     const ctx = useSuiteContext(harness, options.url);
-    for (const suite of Object.values(suites)) suite(ctx);
+    for (const [name, suite] of Object.entries(suites)) {
+      if (options.only === undefined || options.only.includes(name as keyof typeof suites)) suite(ctx);
+    }
   });
 }

@@ -5,16 +5,31 @@ import { Backdoor } from './backdoor.ts';
 import type { AdapterHarness, AdapterInstance, Capabilities, OpenOptions } from './harness.ts';
 import type {} from './provided-context.ts';
 
+/** How a suite opens an instance: the harness's options, and where to connect. */
+export interface SuiteOpenOptions extends OpenOptions {
+  /** Connect here instead of {@link SuiteContext.url} (e.g. a PgBouncer in another pool mode). */
+  readonly url?: string | undefined;
+}
+
+/** The PgBouncers the global setup started in front of the test database. */
+export interface PgBouncerUrls {
+  readonly transactionUrl: string;
+  readonly sessionUrl: string;
+}
+
 /** What every suite gets: the harness, a backdoor connection, and instances closed after each test. */
 export interface SuiteContext {
   readonly harness: AdapterHarness;
   /** The URL the adapter connects to (the database, or a pooler in front of it). */
   readonly url: string;
-  /** True when the adapter connects through a pooler, whose server connections sessions share. */
+  /** True when the adapter connects through a (transaction-mode) pooler, whose server connections sessions share. */
   readonly viaPooler: boolean;
+  /** The PgBouncers of this run, or the reason there are none ({@link SuiteContext.pgbouncerMissing}). */
+  readonly pgbouncer: PgBouncerUrls | undefined;
+  readonly pgbouncerMissing: string | undefined;
   readonly backdoor: Backdoor;
-  /** Opens an adapter instance that is closed after the test. */
-  open(options?: OpenOptions): Promise<AdapterInstance>;
+  /** Opens an adapter instance that is closed after the test (`close()` may also be called before: once). */
+  open(options?: SuiteOpenOptions): Promise<AdapterInstance>;
   /** A lock name no other test uses, and its bigint key for `pg_locks` checks. */
   name(label: string): { name: string; key: bigint };
   /** A fresh table name prefix (tables are dropped after the suite). */
@@ -25,6 +40,7 @@ export interface SuiteContext {
 export function useSuiteContext(harness: AdapterHarness, adapterUrl?: string): SuiteContext {
   const directUrl = inject('databaseUrl');
   const url = adapterUrl ?? directUrl;
+  const bouncers = inject('pgbouncer');
   let backdoor: Backdoor | undefined;
   const opened: AdapterInstance[] = [];
   const tables: string[] = [];
@@ -44,14 +60,20 @@ export function useSuiteContext(harness: AdapterHarness, adapterUrl?: string): S
     harness,
     url,
     viaPooler: url !== directUrl,
+    pgbouncer: 'transactionUrl' in bouncers ? bouncers : undefined,
+    pgbouncerMissing: 'missing' in bouncers ? bouncers.missing : undefined,
     get backdoor() {
       if (!backdoor) throw new Error('backdoor used outside a test');
       return backdoor;
     },
-    async open(options) {
-      const instance = await harness.open(url, options);
-      opened.push(instance);
-      return instance;
+    async open(options = {}) {
+      const { url: at, ...rest } = options;
+      const instance = await harness.open(at ?? url, rest);
+      // A test may close an instance itself (to see that it settles); the teardown must not close it twice.
+      let closing: Promise<void> | undefined;
+      const once: AdapterInstance = { ...instance, close: () => (closing ??= instance.close()) };
+      opened.push(once);
+      return once;
     },
     name(label) {
       const name = `conformance:${harness.name}:${label}:${randomUUID()}`;
@@ -65,13 +87,55 @@ export function useSuiteContext(harness: AdapterHarness, adapterUrl?: string): S
   };
 }
 
+/** ` (skipped: reason)` for a suite or test title, or nothing when it runs. */
+export function skipped(reason: string | undefined): string {
+  return reason ? ` (skipped: ${reason})` : '';
+}
+
+/** The first reason of several to skip, or undefined when none applies. */
+export function firstReason(...reasons: (string | undefined)[]): string | undefined {
+  return reasons.find((reason) => reason !== undefined);
+}
+
+/**
+ * Settles like `promise`, or rejects once `ms` have passed, saying `what` hung: a test of a call
+ * that used to hang fails with a message instead of a test timeout.
+ */
+export async function settlesWithin<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} did not settle within ${ms} ms`)), ms);
+  });
+  try {
+    return await Promise.race([promise, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** The value a promise settles with, or its rejection reason, without throwing. */
+export function outcome<T>(
+  promise: Promise<T>,
+): Promise<{ ok: true; value: T } | { ok: false; error: unknown }> {
+  return promise.then(
+    (value) => ({ ok: true as const, value }),
+    (error: unknown) => ({ ok: false as const, error }),
+  );
+}
+
+/** Resolves after `ms`. */
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
 /** The reason a capability-gated suite is skipped, or undefined when it runs. */
 export function missing(
   capabilities: Capabilities,
-  needed: keyof Capabilities,
+  needed: Exclude<keyof Capabilities, 'transactionSettings'>,
   why: string,
 ): string | undefined {
-  return capabilities[needed] ? undefined : why;
+  // Optional capabilities default to true: only an adapter that lacks one says so.
+  return (capabilities[needed] ?? true) ? undefined : why;
 }
 
 /** A promise plus its resolve, to hold a lock open until the test says so. */

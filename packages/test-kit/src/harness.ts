@@ -11,6 +11,7 @@ import type {
   TryResult,
   WithLockOptions,
 } from '@pglock/core';
+import type { TransactionSettingName } from '@pglock/core/adapter';
 
 /** Runs SQL on the connection the adapter gave the callback (its transaction, or pinned connection). */
 export type Sql = (text: string, values?: readonly unknown[]) => Promise<Record<string, unknown>[]>;
@@ -27,11 +28,24 @@ export interface Capabilities {
   readonly countsStatements: boolean;
   /** The adapter offers session locks (it can pin a connection). */
   readonly session: boolean;
+  /**
+   * One instance runs several lock calls at once (it has a pool). Default true; false for an
+   * instance over one client, which runs one transaction at a time (in-process queue and
+   * pool-exhaustion suites skip).
+   */
+  readonly concurrentCalls?: boolean | undefined;
+  /**
+   * The `transaction: { … }` settings the adapter applies (its port's `transactionSettings`); the
+   * transaction-settings suite checks each and expects the others refused. Default: `isolationLevel`.
+   */
+  readonly transactionSettings?: readonly TransactionSettingName[] | undefined;
 }
 
 /** A transaction opened with the adapter's own transaction API, with the adapter's lock/tryLock bound to it. */
 export interface HarnessTransaction {
   readonly sql: Sql;
+  /** The ORM's own transaction handle (what `locksOn` and the factory's `lock(tx, …)` take). */
+  readonly handle?: unknown;
   lock(target: LockTarget, options?: LockOptions): Promise<void>;
   tryLock(target: LockTarget, options?: LockOptions): Promise<boolean>;
 }
@@ -42,7 +56,11 @@ export type AnyLocks = AdvisoryLocks<unknown, never> & Partial<SessionAdvisoryLo
 /** One "app instance": the adapter over its own pool or client. */
 export interface AdapterInstance {
   withLock<T>(target: LockTarget, fn: (sql: Sql) => Promise<T>, options?: WithLockOptions): Promise<T>;
-  tryWithLock<T>(target: LockTarget, fn: (sql: Sql) => Promise<T>, options?: WithLockOptions): Promise<TryResult<T>>;
+  tryWithLock<T>(
+    target: LockTarget,
+    fn: (sql: Sql) => Promise<T>,
+    options?: WithLockOptions,
+  ): Promise<TryResult<T>>;
   /** Opens a transaction with the ORM's own API (committed when `fn` resolves, rolled back when it throws). */
   transaction<T>(fn: (tx: HarnessTransaction) => Promise<T>): Promise<T>;
   isLocked(key: LockKeyInput, options?: Pick<LockOptions, 'namespace'>): Promise<boolean>;
@@ -58,6 +76,11 @@ export interface AdapterInstance {
   sqlOn(tx: unknown): Sql;
   /** The raw factory verbs (callbacks get the ORM's transaction). */
   readonly locks: AnyLocks;
+  /**
+   * The database handle the instance's factory is bound to (a pool, a client, an ORM database): a
+   * handle that is not a transaction, for the misuse suite. `undefined` when the harness does not say.
+   */
+  readonly db?: unknown;
   /** Statements this instance has sent to the server so far (when `countsStatements`). */
   statementCount(): number;
   close(): Promise<void>;
@@ -67,6 +90,12 @@ export interface AdapterInstance {
 export interface OpenOptions {
   /** Most connections of the instance's pool (default 4). */
   readonly max?: number | undefined;
+  /**
+   * `true` (default): the harness listens for `'error'` on its pool and clients, as the README tells
+   * apps to. `false`: it adds no listener of its own, so a suite sees whether pglock's listeners
+   * alone keep a terminated backend from becoming an unhandled `'error'` (a process crash).
+   */
+  readonly errorListeners?: boolean | undefined;
 }
 
 /** How the conformance suite drives one adapter (one per adapter and driver). */
@@ -91,6 +120,8 @@ export interface HarnessSetup<Tx> {
   locksOn(tx: Tx): AdvisoryLocks<Tx, never>;
   /** Runs SQL on a transaction handle. */
   sql(tx: Tx): Sql;
+  /** The database handle given to `advisoryLocks` (a pool, a client, the ORM's database), for misuse tests. */
+  readonly db?: unknown;
   /** The ORM's own transaction API. */
   transaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T>;
   statementCount?(): number;
@@ -116,7 +147,11 @@ export function defineHarness<Tx>(definition: {
   readonly capabilities: Capabilities;
   readonly moduleUrl: string;
   readonly exportName: string;
-  open(url: string, options: { readonly max: number }): Promise<HarnessSetup<Tx>>;
+  /** `errorListeners: false`: add no `'error'` listener of the harness's own (see {@link OpenOptions}). */
+  open(
+    url: string,
+    options: { readonly max: number; readonly errorListeners: boolean },
+  ): Promise<HarnessSetup<Tx>>;
 }): AdapterHarness {
   return {
     name: definition.name,
@@ -124,7 +159,10 @@ export function defineHarness<Tx>(definition: {
     moduleUrl: definition.moduleUrl,
     exportName: definition.exportName,
     async open(url, options = {}) {
-      const setup = await definition.open(url, { max: options.max ?? 4 });
+      const setup = await definition.open(url, {
+        max: options.max ?? 4,
+        errorListeners: options.errorListeners ?? true,
+      });
       const locks = setup.advisoryLocks();
       const session = (verb: 'acquireSessionLock' | 'tryAcquireSessionLock') => {
         const fn = locks[verb];
@@ -138,18 +176,21 @@ export function defineHarness<Tx>(definition: {
           setup.transaction((tx) =>
             fn({
               sql: setup.sql(tx),
+              handle: tx,
               lock: (target, options) => locks.lock(tx as never, target, options),
               tryLock: (target, options) => locks.tryLock(tx as never, target, options),
             }),
           ),
         isLocked: (key, options) => locks.isLocked(key, options),
         inspectLocks: () => locks.inspectLocks(),
-        acquireSessionLock: (target, options) => session('acquireSessionLock')(target, options) as Promise<SessionLock>,
+        acquireSessionLock: (target, options) =>
+          session('acquireSessionLock')(target, options) as Promise<SessionLock>,
         tryAcquireSessionLock: (target, options) => session('tryAcquireSessionLock')(target, options),
         advisoryLocks: (defaults) => setup.advisoryLocks(defaults) as AnyLocks,
         locksOn: (tx) => setup.locksOn(tx as Tx) as AnyLocks,
         sqlOn: (tx) => setup.sql(tx as Tx),
         locks: locks as AnyLocks,
+        db: setup.db,
         statementCount: () => setup.statementCount?.() ?? 0,
         close: () => setup.close(),
       };

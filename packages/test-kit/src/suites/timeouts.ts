@@ -1,6 +1,6 @@
-import { LockAbortedError, LockNotAcquiredError } from '@pglock/core';
+import { LockAbortedError, LockNotAcquiredError, lockKey } from '@pglock/core';
 import { describe, expect, it } from 'vitest';
-import { holdLock, missing, type SuiteContext } from '../context.ts';
+import { holdLock, missing, type SuiteContext, sleep } from '../context.ts';
 
 /** Bounded waits, FIFO hand-off, lock_timeout hygiene and abort. */
 export function timeoutSuite(ctx: SuiteContext): void {
@@ -29,6 +29,37 @@ export function timeoutSuite(ctx: SuiteContext): void {
         ]);
       } finally {
         await held.release();
+      }
+    });
+
+    it('D10: timeoutMs bounds the whole call across both lock spaces ([bigint key, pair key], 500 ms)', async () => {
+      const { name, key } = ctx.name('budget');
+      const pair = { pair: [Math.floor(Math.random() * 2 ** 30), 10] as [number, number] };
+      const [first, second, waiter] = [await ctx.open(), await ctx.open(), await ctx.open()];
+      const bigintHeld = await holdLock(first, name);
+      const pairHeld = await holdLock(second, pair);
+      try {
+        // The bigint key frees late in the budget; the pair key never does: the pair wait gets
+        // only what is left, not another 500 ms.
+        const freeing = sleep(400).then(() => bigintHeld.release());
+        const started = performance.now();
+        const error = await waiter
+          .withLock([name, pair], async () => 'ran', { timeoutMs: 500 })
+          .catch((e: unknown) => e);
+        const elapsed = performance.now() - started;
+        await freeing;
+        expect(LockNotAcquiredError.is(error), String(error)).toBe(true);
+        expect((error as LockNotAcquiredError).timeoutMs).toBe(500);
+        expect(elapsed).toBeGreaterThanOrEqual(490);
+        expect(elapsed, `the call took ${elapsed.toFixed(0)} ms`).toBeLessThan(800);
+        // Nothing of the waiter's stays held or waiting.
+        expect(await ctx.backdoor.locksOn(key)).toEqual([]);
+        expect(await ctx.backdoor.locksOn(lockKey(pair))).toEqual([
+          { pid: pairHeld.pid, granted: true, mode: 'ExclusiveLock' },
+        ]);
+      } finally {
+        await bigintHeld.release();
+        await pairHeld.release();
       }
     });
 
