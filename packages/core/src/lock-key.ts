@@ -44,14 +44,17 @@ export interface LockKeyOptions {
 }
 
 /**
- * Validates `input` and returns the frozen {@link LockKey} it stands for. Throws
- * {@link InvalidLockKeyError} for anything that is not a valid key, before any SQL exists.
+ * Validates `input` and returns the frozen {@link LockKey} object it stands for: `{ form, value }`
+ * for the bigint space (the int64 is its `value`; `deriveKey()` returns the int64 alone) or
+ * `{ form: 'pair', pair }`. Throws {@link InvalidLockKeyError} for anything that is not a valid key,
+ * before any SQL exists.
  *
  * @example
  * ```ts
  * import { lockKey } from '@pglock/core';
  *
  * lockKey('leaderboard'); // { form: 'bigint', value: 7676066025365312217n, name: 'leaderboard' }
+ * lockKey('leaderboard').value; // 7676066025365312217n
  * lockKey('leaderboard', { namespace: 'my-app' });
  * lockKey(42n);
  * lockKey({ pair: [7, 1001] });
