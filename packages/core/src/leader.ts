@@ -238,34 +238,42 @@ class Campaign implements LeaderCampaign {
     const controller = new AbortController();
     this.#term = controller;
     this.#termNumber = term;
-    let settle!: (end: TermEnd) => void;
-    const ended = new Promise<TermEnd>((resolve) => {
+    let end: TermEnd | undefined;
+    let settle!: () => void;
+    const ended = new Promise<void>((resolve) => {
       settle = resolve;
     });
+    // The term's signal aborts in the same tick as what ended it, so `isLeader` is never stale.
+    const finish = (why: TermEnd, reason?: unknown): void => {
+      if (end !== undefined) return;
+      end = why;
+      if (why === 'stopped') controller.abort();
+      else controller.abort(reason);
+      settle();
+    };
     const unsubscribe = [
-      whenAborted(lock.signal, () => settle('lost')),
-      whenAborted(this.#stop.signal, () => settle('stopped')),
+      whenAborted(lock.signal, () => finish('lost', lock.signal.reason)),
+      whenAborted(this.#stop.signal, () => finish('stopped')),
     ];
-    let failure: unknown;
-    const task = (async () => this.#onElected({ term, signal: controller.signal }))().then(
-      () => undefined,
-      (error: unknown) => {
-        // Rethrowing the signal's reason (signal.throwIfAborted()) is stopping as asked, not a failure.
-        if (controller.signal.aborted && error === controller.signal.reason) return;
-        this.#report(error);
-        failure = error;
-        settle('failed');
-      },
-    );
-    const end = await ended;
+    // A term that ended before it began (lost or stopped as it was won) runs no callback.
+    const task =
+      end !== undefined
+        ? Promise.resolve()
+        : (async () => this.#onElected({ term, signal: controller.signal }))().then(
+            () => undefined,
+            (error: unknown) => {
+              // Rethrowing the signal's reason (signal.throwIfAborted()) is stopping as asked, not a failure.
+              if (controller.signal.aborted && error === controller.signal.reason) return;
+              this.#report(error);
+              finish('failed', error);
+            },
+          );
+    await ended;
     for (const off of unsubscribe) off();
-    if (end === 'lost') controller.abort(lock.signal.reason);
-    else if (end === 'failed') controller.abort(failure);
-    else controller.abort();
     // The work stops before the lock is given up: a standby is elected only after it.
     await task;
     await lock.release().catch(() => undefined);
-    return end;
+    return end as TermEnd;
   }
 
   #report(error: unknown): void {
