@@ -3,18 +3,20 @@ import type { CommandIo } from './commands/io.ts';
 import { keyCommand } from './commands/key.ts';
 import { locksCommand } from './commands/locks.ts';
 import { runCommand } from './commands/run.ts';
+import { schemaCommand } from './commands/schema.ts';
 import { waitCommand } from './commands/wait.ts';
 import { CliError, ExitCode } from './exit-codes.ts';
 import { type Command, closest, commandHelp } from './parse-command.ts';
 
-const commands: readonly Command[] = [locksCommand, keyCommand, waitCommand, runCommand];
+const commands: readonly Command[] = [locksCommand, keyCommand, waitCommand, runCommand, schemaCommand];
 
+const width = Math.max(...commands.map(({ spec }) => spec.name.length)) + 2;
 const generalHelp = `pglock: PostgreSQL advisory locks from the shell
 
 Usage: pglock <command> [options]
 
 Commands:
-${commands.map(({ spec }) => `  ${spec.name.padEnd(7)}${spec.summary}`).join('\n')}
+${commands.map(({ spec }) => `  ${spec.name.padEnd(width)}${spec.summary}`).join('\n')}
 
 pglock <command> --help (or pglock help <command>) lists a command's options.
 Every command that connects takes --url (default: DATABASE_URL).

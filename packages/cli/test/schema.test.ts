@@ -2,8 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { JOBS_TABLE_DDL } from '@pglock/core';
 import { Backdoor } from '@pglock/test-kit';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { schemaCommand } from '../src/commands/schema.ts';
-import { CliError } from '../src/exit-codes.ts';
+import { runMain } from './run-cli.ts';
 
 const url = inject('databaseUrl');
 let backdoor: Backdoor;
@@ -12,24 +11,9 @@ beforeAll(async () => {
 });
 afterAll(() => backdoor.close());
 
-function run(args: readonly string[]): { code: number; stdout: string } {
-  let stdout = '';
-  const io = {
-    stdout: {
-      write: (s: string) => {
-        stdout += s;
-        return true;
-      },
-    } as unknown as NodeJS.WritableStream,
-    stderr: { write: () => true } as unknown as NodeJS.WritableStream,
-    env: {},
-  };
-  return { code: schemaCommand(args, io), stdout };
-}
-
 describe('pglock schema', () => {
   it('prints the DDL of pglock_jobs, which creates the table runOnce and leader use', async () => {
-    const { code, stdout } = run([]);
+    const { code, stdout } = await runMain(['schema']);
     expect(code).toBe(0);
     expect(stdout).toBe(`${JOBS_TABLE_DDL}\n`);
     // Run as printed, in a schema of its own (then dropped), twice: it is idempotent.
@@ -59,7 +43,9 @@ describe('pglock schema', () => {
     }
   });
 
-  it('takes no arguments', () => {
-    expect(() => run(['extra'])).toThrow(CliError);
+  it('takes no arguments', async () => {
+    const { code, stderr } = await runMain(['schema', 'extra']);
+    expect(code).toBe(64);
+    expect(stderr).toMatch(/^pglock: unexpected argument "extra"\nUsage: pglock schema\n/);
   });
 });

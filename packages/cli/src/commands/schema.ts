@@ -1,23 +1,24 @@
-import { parseArgs } from 'node:util';
 import { JOBS_TABLE_DDL } from '@pglock/core';
-import { CliError, ExitCode } from '../exit-codes.ts';
-import type { CommandIo } from './io.ts';
+import { ExitCode } from '../exit-codes.ts';
+import { type CommandSpec, defineCommand } from '../parse-command.ts';
+
+const schemaSpec = {
+  name: 'schema',
+  summary: 'the DDL of pglock_jobs, the table behind runOnce and leader',
+  usage: 'schema',
+  positionals: [],
+  options: {},
+  details: [
+    'For a migration (pglock schema > migrations/0001_pglock_jobs.sql) or a pipe (pglock schema | psql). It connects to nothing; the DDL is idempotent.',
+  ],
+} as const satisfies CommandSpec;
 
 /**
  * `pglock schema`: prints the DDL of `pglock_jobs`, the table behind `runOnce` and `leader`, for a
  * migration (`pglock schema > migrations/0001_pglock_jobs.sql`) or a pipe (`pglock schema | psql`).
  * It connects to nothing.
- *
- * @example
- * ```ts
- * import { schemaCommand } from './schema.ts';
- *
- * process.exitCode = schemaCommand([], process);
- * ```
  */
-export function schemaCommand(args: readonly string[], io: CommandIo): number {
-  const { positionals } = parseArgs({ args: [...args], allowPositionals: true, options: {} });
-  if (positionals.length !== 0) throw new CliError('Usage: pglock schema', ExitCode.usage);
+export const schemaCommand = defineCommand(schemaSpec, (_args, io) => {
   io.stdout.write(`${JOBS_TABLE_DDL}\n`);
   return ExitCode.ok;
-}
+});
