@@ -65,6 +65,9 @@ async function updateLoop(): Promise<void> {
   }
 }
 
+// Each job is a loop until endAt. The scheduling jobs come next, each as one more loop here over one
+// more DemoAdapter method, with its row in verify.ts: a once-per-period job (the factory's runOnce)
+// and a leader that runs the scheduler (the factory's leader).
 await Promise.all([rebuildLoop(), updateLoop()]);
 await adapter.close();
 // IPC messages go out in order: once 'bye' is flushed, every counter before it has arrived.

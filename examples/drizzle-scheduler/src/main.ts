@@ -3,8 +3,8 @@
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
-import { startEmbeddedServer } from '@pglock/test-kit';
 import pg from 'pg';
+import { devDatabase } from './dev-database.ts';
 
 export interface SchedulerSummary {
   readonly workers: readonly {
@@ -83,6 +83,8 @@ function runWorker(
   tickMs: number,
 ) {
   return new Promise<SchedulerSummary['workers'][number]>((resolve, reject) => {
+    // tsx runs the TypeScript; in this repository `@pglock/source` runs the pglock packages from their
+    // sources, and outside it selects nothing (the installed builds run).
     const child = spawn(process.execPath, ['--conditions=@pglock/source', '--import', 'tsx', workerPath], {
       env: {
         ...process.env,
@@ -126,16 +128,15 @@ function print(summary: SchedulerSummary): void {
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
-  const server = process.env.DATABASE_URL ? undefined : await startEmbeddedServer();
+  const database = await devDatabase();
   try {
-    const url = process.env.DATABASE_URL ?? server!.url;
     console.log(
-      `PostgreSQL: ${server ? 'embedded (started for this run)' : 'DATABASE_URL'}; 4 workers, 8 ticks of 250 ms\n`,
+      `PostgreSQL: ${database.source === 'embedded' ? 'embedded (started for this run)' : 'DATABASE_URL'}; 4 workers, 8 ticks of 250 ms\n`,
     );
-    const summary = await runScheduler(url);
+    const summary = await runScheduler(database.url);
     print(summary);
     process.exitCode = summary.ok ? 0 : 1;
   } finally {
-    await server?.stop();
+    await database.stop();
   }
 }

@@ -1,8 +1,16 @@
-import { expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import type { DevDatabase } from '../src/dev-database.ts';
 import { runScheduler } from '../src/main.ts';
+import { testDatabase } from './database.ts';
+
+let database: DevDatabase;
+beforeAll(async () => {
+  database = await testDatabase();
+});
+afterAll(() => database?.stop());
 
 it('4 workers: each job runs exactly once per tick, balances add up, one migration, no deadlock', async () => {
-  const summary = await runScheduler(inject('databaseUrl'), 4, 6, 250);
+  const summary = await runScheduler(database.url, 4, 6, 250);
   expect(summary.runsPerJobTick).toEqual(Array.from({ length: summary.expectedJobTicks }, () => 1));
   expect(summary.expectedJobTicks).toBe(3 * 6);
   expect(summary.totalBalance.after).toBe(summary.totalBalance.before);

@@ -35,7 +35,8 @@ export async function runInventory(url: string, sellers = 4, stock = 15): Promis
     let killed = '';
     const exits = Array.from({ length: sellers }, (_, i) => {
       const name = `seller-${i + 1}`;
-      // The `source` condition makes @pglock/kysely resolve to its src/ (run by tsx).
+      // tsx runs the TypeScript; in this repository `@pglock/source` runs @pglock/kysely from its
+      // sources, and outside it selects nothing (the installed build runs).
       const child = spawn(
         process.execPath,
         ['--conditions=@pglock/source', '--import', 'tsx', sellerPath, url, name],

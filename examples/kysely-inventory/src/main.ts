@@ -1,11 +1,10 @@
-// One command: `pnpm start` (uses DATABASE_URL, else starts an embedded PostgreSQL).
-import { startEmbeddedServer } from '@pglock/test-kit';
+// One command: `pnpm start` (uses DATABASE_URL, else starts an embedded PostgreSQL for the run).
+import { devDatabase } from './dev-database.ts';
 import { runInventory } from './inventory.ts';
 
-const server = process.env.DATABASE_URL ? undefined : await startEmbeddedServer();
-const url = process.env.DATABASE_URL ?? server!.url;
+const database = await devDatabase();
 try {
-  const report = await runInventory(url);
+  const report = await runInventory(database.url);
   console.log(`4 sellers, ${report.killed} killed with SIGKILL in the middle of a sale.`);
   console.table(report.products);
   console.log(
@@ -15,5 +14,5 @@ try {
   );
   process.exitCode = report.ok ? 0 : 1;
 } finally {
-  await server?.stop();
+  await database.stop();
 }

@@ -2,12 +2,12 @@
 // unset, it runs against an embedded PostgreSQL started (and removed) for this run.
 import { ConsoleMetricExporter, PeriodicExportingMetricReader } from '@opentelemetry/sdk-metrics';
 import { ConsoleSpanExporter } from '@opentelemetry/sdk-trace-base';
-import { startEmbeddedServer } from '@pglock/test-kit';
+import { devDatabase } from './dev-database.ts';
 import { runTracingDemo } from './tracing-demo.ts';
 
-const embedded = process.env.DATABASE_URL ? undefined : await startEmbeddedServer();
+const database = await devDatabase();
 try {
-  const summary = await runTracingDemo(process.env.DATABASE_URL ?? (embedded?.url as string), {
+  const summary = await runTracingDemo(database.url, {
     spans: new ConsoleSpanExporter(),
     // Exported at shutdown; the interval only matters for a long-running service.
     metrics: new PeriodicExportingMetricReader({
@@ -19,5 +19,5 @@ try {
     `\n${summary.rebuilds} leaderboard rebuilds, ${summary.skippedReports} report run skipped (lock busy)`,
   );
 } finally {
-  await embedded?.stop();
+  await database.stop();
 }

@@ -29,6 +29,7 @@ export async function runTracingDemo(
   const meterProvider = new MeterProvider({ readers: [exporters.metrics] });
   const stop = instrumentPglock({ tracerProvider, meterProvider });
   const pool = new pg.Pool({ connectionString: url, max: 6 });
+  const otherInstance = new pg.Pool({ connectionString: url, max: 1 });
   const tracer = tracerProvider.getTracer('example-otel-tracing');
   try {
     let rebuilds = 0;
@@ -45,9 +46,11 @@ export async function runTracingDemo(
       ),
     );
 
+    // Another instance of the app (its own pool) tries the report while this one runs it. On the same
+    // pool, inside the callback, the call would nest in the running transaction and get the lock.
     let skippedReports = 0;
     await withLock(pool, 'nightly-report', async () => {
-      const second = await tryWithLock(pool, 'nightly-report', async () => 'ran');
+      const second = await tryWithLock(otherInstance, 'nightly-report', async () => 'ran');
       if (!second.acquired) skippedReports += 1;
     });
 
@@ -58,6 +61,7 @@ export async function runTracingDemo(
   } finally {
     stop();
     await pool.end();
+    await otherInstance.end();
     await tracerProvider.shutdown();
     await meterProvider.shutdown(); // exports the metrics once more, then stops
     trace.disable();

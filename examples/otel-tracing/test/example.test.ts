@@ -8,10 +8,16 @@ import {
   PeriodicExportingMetricReader,
 } from '@opentelemetry/sdk-metrics';
 import type { ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace-base';
-import { expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import type { DevDatabase } from '../src/dev-database.ts';
 import { runTracingDemo } from '../src/tracing-demo.ts';
+import { testDatabase } from './database.ts';
 
-const url = inject('databaseUrl');
+let database: DevDatabase;
+beforeAll(async () => {
+  database = await testDatabase();
+});
+afterAll(() => database?.stop());
 
 it('the demo produces a lock span per acquisition, nested in its caller, and wait/hold/contention metrics', async () => {
   // The demo shuts its provider down, and InMemorySpanExporter forgets its spans on shutdown.
@@ -28,7 +34,7 @@ it('the demo produces a lock span per acquisition, nested in its caller, and wai
     exporter: metricExporter,
     exportIntervalMillis: 60_000,
   });
-  const summary = await runTracingDemo(url, { spans, metrics });
+  const summary = await runTracingDemo(database.url, { spans, metrics });
   expect(summary).toEqual({ rebuilds: 3, skippedReports: 1 });
 
   const locks = finished.filter((s) => s.name === 'pglock.lock');
@@ -60,7 +66,7 @@ it('the demo produces a lock span per acquisition, nested in its caller, and wai
 it('`pnpm start` runs and prints spans and metrics with the console exporters', async () => {
   const main = fileURLToPath(new URL('../src/main.ts', import.meta.url));
   const child = spawn(process.execPath, ['--conditions=@pglock/source', '--import', 'tsx', main], {
-    env: { ...process.env, DATABASE_URL: url },
+    env: { ...process.env, DATABASE_URL: database.url },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';

@@ -1,11 +1,11 @@
 // Starts three app instances that share one leaderboard. With DATABASE_URL unset it runs against an
 // embedded PostgreSQL started (and removed) for this run.
-import { startEmbeddedServer } from '@pglock/test-kit';
+import { devDatabase } from './dev-database.ts';
 import { runLeaderboardDemo } from './leaderboard-demo.ts';
 
-const embedded = process.env.DATABASE_URL ? undefined : await startEmbeddedServer();
+const database = await devDatabase();
 try {
-  const summary = await runLeaderboardDemo(process.env.DATABASE_URL ?? (embedded?.url as string), {
+  const summary = await runLeaderboardDemo(database.url, {
     log: (line) => console.log(line),
   });
   console.log('');
@@ -20,5 +20,5 @@ try {
   );
   console.log('top 3:', summary.top.map((r) => `#${r.rank} player ${r.playerId} (${r.score})`).join(', '));
 } finally {
-  await embedded?.stop();
+  await database.stop();
 }
