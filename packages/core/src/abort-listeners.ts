@@ -6,7 +6,7 @@
 const registry = new WeakMap<AbortSignal, Set<() => void>>();
 
 /**
- * Calls `onAbort` once when `signal` aborts; returns the unsubscribe.
+ * Calls `listener` once when `signal` aborts (at once when it already has); returns the unsubscribe.
  *
  * @example
  * ```ts
@@ -17,6 +17,10 @@ const registry = new WeakMap<AbortSignal, Set<() => void>>();
  * ```
  */
 export function onAbort(signal: AbortSignal, listener: () => void): () => void {
+  if (signal.aborted) {
+    listener();
+    return () => undefined;
+  }
   let listeners = registry.get(signal);
   if (listeners === undefined) {
     const set = new Set<() => void>();

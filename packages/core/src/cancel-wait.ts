@@ -2,6 +2,7 @@ import { InvalidLockOptionsError } from './errors.ts';
 import type { LockPort, PortConnection } from './lock-port.ts';
 import type { LockRequest } from './lock-options.ts';
 import { backendPidStatement } from './lock-statements.ts';
+import { cell } from './row-cell.ts';
 import { within } from './run-cancellable.ts';
 import { statementText } from './statement.ts';
 
@@ -43,7 +44,7 @@ export async function cancellerFor<Db>(
   const open = port.controlConnection?.bind(port);
   if (open === undefined) return undefined;
   const [row] = await connection.query(backendPidStatement);
-  const pid = Number(row?.pid ?? Object.values(row ?? {})[0]);
+  const pid = Number(cell(row ?? {}, 'pid'));
   if (!Number.isInteger(pid)) return undefined;
   const stmt = guardedCancel.bind([String(pid)]);
   return async () => {
