@@ -1,5 +1,4 @@
-import { subscribe } from 'node:diagnostics_channel';
-import { lockChannels, withLock } from '@pglock/pg';
+import { withLock } from '@pglock/pg';
 import advisoryLock from 'advisory-lock';
 import { Redis } from 'ioredis';
 import pg from 'pg';
@@ -13,9 +12,15 @@ const WORK = 'UPDATE bench_counter SET n = n + 1 WHERE id = $1';
 const createMutex = advisoryLock.default;
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 
-/** An open lock design: `cycle` takes lock `key`, does the work on `row`, releases, and stamps. */
+/**
+ * An open lock design: `cycle` takes lock `key`, does the work on `row`, releases, and stamps. Every
+ * design stamps the arrival just before its lock call starts (before BEGIN, for the transaction
+ * designs), so no design is timed from a later point than another.
+ */
 export interface DesignSession {
   cycle(row: number, key: bigint, stamps: Stamps): Promise<void>;
+  /** The backend pid the design's lock waits on, when it waits on one connection of its own. */
+  backendPid?(): Promise<number>;
   close(): Promise<void>;
 }
 
@@ -27,17 +32,16 @@ export interface Design {
   open(url: string, connections: number): Promise<DesignSession>;
 }
 
-// pglock stamps the arrival on its own `requested` event, published just before the lock statement
-// (after BEGIN), which is where the hand-written designs stamp it too. One cycle at a time per process.
-let pglockStamps: Stamps | undefined;
-subscribe(lockChannels.requested, () => {
-  if (pglockStamps) pglockStamps.arrival = nowUs();
-});
-
 function pool(url: string, max: number): pg.Pool {
   const p = new pg.Pool({ connectionString: url, max });
   p.on('error', () => undefined);
   return p;
+}
+
+/** The backend pid of a one-connection pool (its only connection, opened by now). */
+async function pidOf(p: pg.Pool): Promise<number> {
+  const { rows } = await p.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+  return rows[0]!.pid;
 }
 
 async function inTransaction(p: pg.Pool, body: (client: pg.PoolClient) => Promise<void>): Promise<void> {
@@ -58,14 +62,14 @@ const pglock: Design = {
     const p = pool(url, connections);
     return {
       async cycle(row, key, s) {
-        pglockStamps = s;
+        s.arrival = nowUs();
         await withLock(p, key, async (client) => {
           s.acquired = nowUs();
           await client.query(WORK, [row]);
           s.released = nowUs();
         });
-        pglockStamps = undefined;
       },
+      backendPid: () => pidOf(p),
       close: () => p.end(),
     };
   },
@@ -77,14 +81,16 @@ const handWritten: Design = {
   async open(url, connections) {
     const p = pool(url, connections);
     return {
-      cycle: (row, key, s) =>
-        inTransaction(p, async (client) => {
-          s.arrival = nowUs();
+      cycle(row, key, s) {
+        s.arrival = nowUs();
+        return inTransaction(p, async (client) => {
           await client.query('SELECT pg_advisory_xact_lock($1::text::bigint)', [String(key)]);
           s.acquired = nowUs();
           await client.query(WORK, [row]);
           s.released = nowUs();
-        }),
+        });
+      },
+      backendPid: () => pidOf(p),
       close: () => p.end(),
     };
   },
@@ -97,14 +103,15 @@ const lockTable: Design = {
     const p = pool(url, connections);
     return {
       // One lock row per work row: the hot key is row 0, uncontended loops each have their own.
-      cycle: (row, _key, s) =>
-        inTransaction(p, async (client) => {
-          s.arrival = nowUs();
+      cycle(row, _key, s) {
+        s.arrival = nowUs();
+        return inTransaction(p, async (client) => {
           await client.query('SELECT 1 FROM bench_lock WHERE name = $1 FOR UPDATE', [`row-${row}`]);
           s.acquired = nowUs();
           await client.query(WORK, [row]);
           s.released = nowUs();
-        }),
+        });
+      },
       close: () => p.end(),
     };
   },
@@ -164,9 +171,9 @@ const polling: Design = {
     const p = pool(url, connections);
     return {
       async cycle(row, key, s) {
+        s.arrival = nowUs();
         const client = await p.connect();
         try {
-          s.arrival = nowUs();
           for (;;) {
             const { rows } = await client.query<{ ok: boolean }>(
               'SELECT pg_try_advisory_lock($1::text::bigint) AS ok',
@@ -188,7 +195,7 @@ const polling: Design = {
   },
 };
 
-/** Every design, pglock first; the index is what workers are told to run. */
+/** Every design, pglock first, then its hand-written SQL; the index is what workers are told to run. */
 export const designs: readonly Design[] = [
   pglock,
   handWritten,

@@ -14,6 +14,8 @@ export interface HotKeyStats {
   readonly handOffP50Ms: number;
   readonly handOffP99Ms: number;
   readonly handOffs: number;
+  /** Every hand-off (ms), ascending. */
+  readonly handOffsMs: readonly number[];
   /** Longest time from arrival to acquire (ms). */
   readonly maxWaitMs: number;
   /** Acquisitions that went ahead of a waiter who arrived earlier (share of all). */
@@ -63,7 +65,11 @@ function pendingAt(list: readonly Cycle[], t: number): Cycle | undefined {
 export function analyse(cycles: readonly Cycle[], durationMs: number): HotKeyStats {
   const byAcquire = [...cycles].sort((a, b) => a.acquired - b.acquired);
   const perWorker = new Map<number, Cycle[]>();
-  for (const c of cycles) perWorker.set(c.worker, [...(perWorker.get(c.worker) ?? []), c]);
+  for (const c of cycles) {
+    const list = perWorker.get(c.worker);
+    if (list === undefined) perWorker.set(c.worker, [c]);
+    else list.push(c);
+  }
   for (const list of perWorker.values()) list.sort((a, b) => a.arrival - b.arrival);
   // The cycles of other workers that were waiting at time t (at most one per worker).
   const waitingAt = (t: number, except: number): Cycle[] =>
@@ -101,9 +107,100 @@ export function analyse(cycles: readonly Cycle[], durationMs: number): HotKeySta
     handOffP50Ms: percentile(handOffs, 50),
     handOffP99Ms: percentile(handOffs, 99),
     handOffs: handOffs.length,
+    handOffsMs: handOffs,
     maxWaitMs: Math.max(0, ...cycles.map((c) => (c.acquired - c.arrival) / 1_000)),
     outOfOrder: outOfOrder / n,
     outOfOrderBeyondTolerance: beyond / n,
     overlaps,
+  };
+}
+
+/** The index of the last cycle of `list` (sorted by arrival) that arrived by `t`, or -1. */
+function lastArrivedBy(list: readonly Cycle[], t: number): number {
+  let lo = 0;
+  let hi = list.length - 1;
+  let found = -1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    if (list[mid]!.arrival <= t) {
+      found = mid;
+      lo = mid + 1;
+    } else hi = mid - 1;
+  }
+  return found;
+}
+
+/** One look at the server's waiters for the hot key: who waited since when, and when we asked. */
+export interface WaitObservation {
+  /** When the query was sent and when its answer arrived (µs, the shared monotonic clock). */
+  readonly sent: number;
+  readonly answered: number;
+  /** Backend pid → `pg_locks.waitstart` (µs since the epoch, the server's clock). */
+  readonly waits: readonly (readonly [number, number])[];
+}
+
+/** FIFO as the server saw it: arrival order from `pg_locks.waitstart`, grant order from the holders. */
+export interface ServerOrder {
+  /** Cycles whose wait the monitor saw (so whose server arrival is known), share of all. */
+  readonly seen: number;
+  /** Of those, the share granted while a waiter with an earlier `waitstart` still waited. */
+  readonly outOfOrder: number;
+}
+
+/**
+ * Reads FIFO from the server's own order. A cycle gets the `waitstart` of an observation of its
+ * worker's backend taken while that cycle waited (the observation's query overlaps the cycle's
+ * arrival-to-grant span; observations that could belong to two cycles are dropped). Grants are in
+ * holder order, which the cycles' acquisition stamps give exactly (one holder at a time). A cycle is
+ * out of order when a cycle with an earlier `waitstart` was granted after it.
+ *
+ * @example
+ * ```ts
+ * const order = serverOrder(cycles, new Map([[0, 4242]]), observations);
+ * ```
+ */
+export function serverOrder(
+  cycles: readonly Cycle[],
+  pidOf: ReadonlyMap<number, number>,
+  observations: readonly WaitObservation[],
+): ServerOrder {
+  const byPid = new Map<number, Cycle[]>();
+  for (const c of cycles) {
+    const pid = pidOf.get(c.worker);
+    if (pid === undefined) continue;
+    const list = byPid.get(pid) ?? [];
+    list.push(c);
+    byPid.set(pid, list);
+  }
+  for (const list of byPid.values()) list.sort((a, b) => a.arrival - b.arrival);
+  const waitstart = new Map<Cycle, number>();
+  const conflicted = new Set<Cycle>();
+  for (const o of observations) {
+    for (const [pid, ws] of o.waits) {
+      // A worker's cycles follow one another: only the last to arrive by the answer, or the one
+      // before it, can overlap the observation.
+      const list = byPid.get(pid) ?? [];
+      const last = lastArrivedBy(list, o.answered);
+      const candidates = [list[last - 1], list[last]].filter(
+        (c): c is Cycle => c !== undefined && c.acquired >= o.sent,
+      );
+      if (candidates.length !== 1) continue;
+      const cycle = candidates[0]!;
+      const known = waitstart.get(cycle);
+      if (known !== undefined && known !== ws) conflicted.add(cycle);
+      else waitstart.set(cycle, ws);
+    }
+  }
+  for (const c of conflicted) waitstart.delete(c);
+  const known = [...waitstart].sort(([a], [b]) => b.acquired - a.acquired);
+  let earliestLater = Number.POSITIVE_INFINITY;
+  let outOfOrder = 0;
+  for (const [, ws] of known) {
+    if (earliestLater < ws) outOfOrder++;
+    earliestLater = Math.min(earliestLater, ws);
+  }
+  return {
+    seen: cycles.length === 0 ? 0 : known.length / cycles.length,
+    outOfOrder: known.length === 0 ? Number.NaN : outOfOrder / known.length,
   };
 }

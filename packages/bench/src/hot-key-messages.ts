@@ -1,6 +1,13 @@
 /** Messages from the hot-key parent to a worker. */
 export type ToWorker =
-  | { readonly type: 'open'; readonly design: number; readonly url: string; readonly worker: number }
+  | {
+      readonly type: 'open';
+      readonly design: number;
+      readonly url: string;
+      readonly worker: number;
+      /** Concurrent loops in this process, on a pool of as many connections (1: one caller). */
+      readonly loops: number;
+    }
   | {
       readonly type: 'go';
       readonly startAt: number;
@@ -11,12 +18,14 @@ export type ToWorker =
   | { readonly type: 'close' }
   | { readonly type: 'exit' };
 
-/** Messages from a worker: `cycles` are `[arrival, acquired, released]` in µs on the shared clock. */
+/** Messages from a worker: `cycles` are `[loop, arrival, acquired, released]` in µs on the shared clock. */
 export type ToParent =
-  | { readonly type: 'started' | 'ready' | 'closed' }
+  | { readonly type: 'started' | 'closed' }
+  /** `pid`: the backend the worker's lock waits on, when it has exactly one. */
+  | { readonly type: 'ready'; readonly pid: number | undefined }
   | {
       readonly type: 'done';
-      readonly cycles: readonly (readonly [number, number, number])[];
+      readonly cycles: readonly (readonly [number, number, number, number])[];
       readonly errors: number;
       readonly firstError: string | undefined;
     }

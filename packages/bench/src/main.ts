@@ -1,18 +1,10 @@
-// `pnpm bench` (full, a few minutes) and `pnpm bench -- --quick` (a smoke run, under a minute).
+// `pnpm bench` (full, several minutes) and `pnpm bench -- --quick` (a smoke run, about a minute).
 // Writes results/latest.md and one SVG chart per scenario; `--out DIR` writes them elsewhere.
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { openDatabase } from './database.ts';
-import { runHotKey } from './hot-key.ts';
-import { load, machineInfo } from './machine.ts';
-import { runMemory } from './memory.ts';
-import { runOverhead } from './overhead.ts';
-import { distinctKeysScript, hotKeyScript, pgbench } from './pgbench.ts';
 import { generatePrismaClient } from './prisma/generate.ts';
-import { type BenchResults, charts, markdown } from './report.ts';
-import { checkTargets } from './targets.ts';
 
 // `pnpm bench -- --quick` through the root script can hand a literal `--` on: it is not an argument.
 const { values } = parseArgs({
@@ -23,46 +15,118 @@ const { values } = parseArgs({
 const quick = values.quick ?? false;
 const out = values.out ?? fileURLToPath(new URL('../results', import.meta.url));
 const plan = quick
-  ? { loops: 4, rounds: 1, roundMs: 250, hotMs: 300, memoryCycles: 10_000, pgbenchSeconds: 1 }
-  : { loops: 4, rounds: 4, roundMs: 1_000, hotMs: 2_000, memoryCycles: 100_000, pgbenchSeconds: 3 };
+  ? {
+      loopCounts: [1, 4],
+      rounds: 1,
+      roundMs: 250,
+      hotRounds: 2,
+      hotRoundMs: 300,
+      alternativeMs: 300,
+      memoryCycles: 10_000,
+      pgbenchSeconds: 1,
+      microRounds: 5,
+      starvationRounds: 1,
+    }
+  : {
+      loopCounts: [1, 4],
+      rounds: 5,
+      roundMs: 750,
+      hotRounds: 5,
+      hotRoundMs: 1_000,
+      alternativeMs: 2_000,
+      memoryCycles: 100_000,
+      pgbenchSeconds: 3,
+      microRounds: 21,
+      starvationRounds: 3,
+    };
 const workerCounts = [2, 8, 32];
 const started = performance.now();
 const log = (line: string) =>
   console.log(`[${((performance.now() - started) / 1_000).toFixed(1)} s] ${line}`);
 
+// The Prisma subject imports the generated client, so it is generated before anything imports it
+// (a fresh clone has none: it is gitignored).
 await generatePrismaClient();
+const { openDatabase } = await import('./database.ts');
+const { runHotKey } = await import('./hot-key.ts');
+const { load, machineInfo } = await import('./machine.ts');
+const { runMemory } = await import('./memory.ts');
+const { runMicro } = await import('./micro.ts');
+const { runOverhead } = await import('./overhead.ts');
+const { distinctKeysScript, hotKeyScript, pgbench, timedFormScripts } = await import('./pgbench.ts');
+const { runStarvation } = await import('./pool-starvation.ts');
+const { charts, markdown } = await import('./report.ts');
+const { checkTargets } = await import('./targets.ts');
+const { timedStatementText } = await import('./timed-text.ts');
+
 const loadStart = load();
 const db = await openDatabase();
-let results: BenchResults;
+let results: import('./report.ts').BenchResults;
 try {
   log(`${db.label}; ${quick ? 'quick' : 'full'} run`);
   const machine = await machineInfo(db.label);
+  log('0. pglock’s own JavaScript per call (no database)');
+  const micro = await runMicro({ rounds: plan.microRounds, callsPerRound: 20_000 });
+  log(`  withLock − hand-written: name ${(micro.withLockNameUs - micro.handWrittenUs).toFixed(2)} µs`);
   log('1. overhead per locked transaction');
   const overhead = await runOverhead({ url: db.url, ...plan, log });
-  const pgbenchDistinct = await pgbench(db.url, distinctKeysScript, plan.loops, plan.pgbenchSeconds);
+  const pgbenchDistinct = await pgbench(db.url, distinctKeysScript, 4, plan.pgbenchSeconds);
+  log('   pgbench: bounded-wait statement forms');
+  const timedForms = [];
+  for (const protocol of ['extended', 'simple'] as const) {
+    for (const { name, script } of timedFormScripts(await timedStatementText())) {
+      timedForms.push({
+        name,
+        protocol,
+        result: await pgbench(db.url, script, 2, plan.pgbenchSeconds, protocol),
+      });
+    }
+  }
   log('2–3. one hot key');
-  const hotKey = await runHotKey({ url: db.url, workerCounts, runMs: plan.hotMs, log });
+  const hotKey = await runHotKey({
+    url: db.url,
+    workerCounts,
+    rounds: plan.hotRounds,
+    roundMs: plan.hotRoundMs,
+    alternativeMs: plan.alternativeMs,
+    inProcessLoops: 8,
+    log,
+  });
   const pgbenchHot = [];
   for (const workers of workerCounts) {
     pgbenchHot.push({ workers, result: await pgbench(db.url, hotKeyScript, workers, plan.pgbenchSeconds) });
   }
   log('4. memory');
   const memory = await runMemory(db.url, plan.memoryCycles);
+  log('5. waiters and the pool');
+  const starvation = await runStarvation({
+    url: db.url,
+    callers: 100,
+    holdMs: 20,
+    poolSize: 10,
+    rounds: plan.starvationRounds,
+    log,
+  });
   results = {
     mode: quick ? 'quick' : 'full',
+    source: process.execArgv.some((arg) => arg.includes('@pglock/source')),
     machine,
     settings:
-      `${plan.loops} concurrent loops per process; scenario 1 ${plan.rounds} interleaved round(s) of ${plan.roundMs} ms per variant (median); ` +
-      `hot key ${plan.hotMs} ms per design and worker count; pgbench -T ${plan.pgbenchSeconds}; ` +
-      'sessions run with synchronous_commit=off so that disk flushes do not drown the lock costs',
+      `scenario 1 at ${plan.loopCounts.join(' and ')} concurrent loop(s), ${plan.rounds} interleaved round(s) of ${plan.roundMs} ms per variant (median); ` +
+      `hot key: pglock and hand-written alternated for ${plan.hotRounds} round(s) of ${plan.hotRoundMs} ms per worker count, each alternative ${plan.alternativeMs} ms; ` +
+      `pgbench -T ${plan.pgbenchSeconds}; sessions run with synchronous_commit=off so that disk flushes do not drown the lock costs`,
     load: { start: loadStart, end: load() },
+    micro,
     overhead,
     pgbenchDistinct,
+    timedForms,
     hotKey,
     pgbenchHot,
     memory,
-    targets: checkTargets(overhead, hotKey),
+    starvation,
+    targets: [],
   };
+  results = { ...results, targets: checkTargets(results) };
 } finally {
   await db.close();
 }

@@ -1,24 +1,37 @@
 import { stamps } from './clock.ts';
 import { alternatives } from './designs.ts';
-import { openSubjects, type VariantKind } from './subjects.ts';
+import { median } from './stats.ts';
+import { openSubjects, type SkippedSubject, type Subject, type VariantKind } from './subjects.ts';
 
-/** One row of scenario 1. */
+/** One row of scenario 1: a variant at a number of concurrent loops. */
 export interface OverheadRow {
   readonly adapter: string;
   readonly kind: VariantKind | 'alternative';
+  readonly loops: number;
   /** Median operations per second over the rounds. */
   readonly opsPerSec: number;
-  /** Against the same ORM's hand-written lock (the 5% target); undefined for alternatives. */
+  /**
+   * Against the same ORM's hand-written lock at the same loops (median ÷ median). For the batch kinds:
+   * against the hand-written lock batch. Undefined for alternatives.
+   */
   readonly vsSameOrm: number | undefined;
-  /** Against hand-written SQL on pg. */
+  /** Against the same ORM's hand-written `SET LOCAL lock_timeout` + lock (the bounded wait by hand). */
+  readonly vsSetLocal: number | undefined;
+  /** Against hand-written SQL on pg at the same loops. */
   readonly vsPg: number;
   /** Statements this variant adds to the ORM's unlocked transaction (counted), when countable. */
   readonly extraRoundTrips: number | undefined;
 }
 
+export interface OverheadResult {
+  readonly rows: readonly OverheadRow[];
+  readonly skipped: readonly SkippedSubject[];
+}
+
 export interface OverheadOptions {
   readonly url: string;
-  readonly loops: number;
+  /** Concurrent loops in the process, one run per entry (each on its own counter row). */
+  readonly loopCounts: readonly number[];
   readonly rounds: number;
   readonly roundMs: number;
   readonly log: (line: string) => void;
@@ -49,26 +62,48 @@ async function throughput(run: Runnable['run'], loops: number, ms: number): Prom
   return ops / ((performance.now() - start) / 1_000);
 }
 
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+const BASELINE: Partial<Record<VariantKind, VariantKind>> = {
+  '$lock batch': 'hand-written lock batch',
+  'batch, no lock': 'hand-written lock batch',
+};
+
+/** Statements per operation of each variant, minus the unlocked transaction's (batch: the unlocked batch). */
+async function countRoundTrips(subject: Subject): Promise<Map<VariantKind, number>> {
+  const perOp = new Map<VariantKind, number>();
+  for (const variant of subject.variants) {
+    await variant.run(1, nextKey++); // connection, prepared statements, ORM caches
+    const before = subject.statements();
+    const n = 20;
+    for (let i = 0; i < n; i++) await variant.run(1, nextKey++);
+    perOp.set(variant.kind, (subject.statements() - before) / n);
+  }
+  const extra = new Map<VariantKind, number>();
+  for (const [kind, count] of perOp) {
+    const base = kind.includes('batch') ? perOp.get('batch, no lock') : perOp.get('no lock');
+    extra.set(kind, count - (base ?? 0));
+  }
+  return extra;
 }
 
 /**
- * Scenario 1: uncontended transactions on distinct keys, every adapter and alternative, measured in
- * interleaved rounds (so drift in the machine's load hits every variant alike) and reported as the
- * median. Round trips are counted on the adapters' own connections, sequentially.
+ * Scenario 1: uncontended transactions on distinct keys, every adapter and alternative, at each
+ * number of concurrent loops, measured in interleaved rounds (the order rotates each round, so drift
+ * in the machine's load hits every variant alike) and reported as the median. Round trips are
+ * counted on the adapters' own connections, one call at a time.
  *
  * @example
  * ```ts
- * const rows = await runOverhead({ url, loops: 4, rounds: 3, roundMs: 1_000, log: console.log });
+ * const { rows } = await runOverhead({ url, loopCounts: [1, 4], rounds: 5, roundMs: 750, log: console.log });
  * ```
  */
-export async function runOverhead(options: OverheadOptions): Promise<OverheadRow[]> {
-  const { url, loops, rounds, roundMs, log } = options;
-  const subjects = openSubjects(url, loops);
-  const sessions = await Promise.all(alternatives.map((design) => design.open(url, loops)));
+export async function runOverhead(options: OverheadOptions): Promise<OverheadResult> {
+  const { url, loopCounts, rounds, roundMs, log } = options;
+  const connections = Math.max(...loopCounts);
+  const opened = await openSubjects(url, connections);
+  const subjects = opened.filter((s): s is Subject => 'variants' in s);
+  const skipped = opened.filter((s): s is SkippedSubject => 'skipped' in s);
+  for (const s of skipped) log(`  skipped ${s.name}: ${s.skipped}`);
+  const sessions = await Promise.all(alternatives.map((design) => design.open(url, connections)));
   try {
     const runnables: Runnable[] = [
       ...subjects.flatMap((subject) =>
@@ -81,47 +116,44 @@ export async function runOverhead(options: OverheadOptions): Promise<OverheadRow
       })),
     ];
 
-    const extra = new Map<Runnable, number>();
+    const extra = new Map<string, number>();
     for (const subject of subjects) {
-      const perOp = new Map<VariantKind, number>();
-      for (const variant of subject.variants) {
-        await variant.run(1, nextKey++); // connection, prepared statements, ORM caches
-        const before = subject.statements();
-        const n = 20;
-        for (let i = 0; i < n; i++) await variant.run(1, nextKey++);
-        perOp.set(variant.kind, (subject.statements() - before) / n);
-      }
-      const base = perOp.get('no lock') ?? 0;
-      for (const r of runnables.filter((r) => r.adapter === subject.name)) {
-        extra.set(r, (perOp.get(r.kind as VariantKind) ?? 0) - base);
-      }
+      for (const [kind, n] of await countRoundTrips(subject)) extra.set(`${subject.name}|${kind}`, n);
       log(`  round trips counted: ${subject.name}`);
     }
 
-    const samples = new Map<Runnable, number[]>(runnables.map((r) => [r, []]));
-    for (const r of runnables) await throughput(r.run, loops, Math.min(200, roundMs / 2)); // warm-up
-    for (let round = 0; round < rounds; round++) {
-      // Rotate the order each round so no variant always runs right after the same neighbour.
-      const order = runnables.map((_, i) => runnables[(i + round) % runnables.length]!);
-      for (const r of order) samples.get(r)!.push(await throughput(r.run, loops, roundMs));
-      log(`  round ${round + 1}/${rounds} done`);
+    const rows: OverheadRow[] = [];
+    for (const loops of loopCounts) {
+      // The alternatives are far from pglock's figures and only shown at the largest loop count.
+      const measured = loops === connections ? runnables : runnables.filter((r) => r.kind !== 'alternative');
+      const samples = new Map<Runnable, number[]>(measured.map((r) => [r, []]));
+      for (const r of measured) await throughput(r.run, loops, Math.min(200, roundMs / 2)); // warm-up
+      for (let round = 0; round < rounds; round++) {
+        const order = measured.map((_, i) => measured[(i + round) % measured.length]!);
+        for (const r of order) samples.get(r)!.push(await throughput(r.run, loops, roundMs));
+        log(`  ${loops} loop(s): round ${round + 1}/${rounds} done`);
+      }
+      const ops = (r: Runnable | undefined) => (r === undefined ? Number.NaN : median(samples.get(r)!));
+      const find = (adapter: string, kind: VariantKind) =>
+        measured.find((r) => r.adapter === adapter && r.kind === kind);
+      const pgBaseline = ops(find('pg', 'hand-written lock'));
+      for (const r of measured) {
+        const own = r.kind === 'alternative' ? undefined : r.kind;
+        const same = own === undefined ? undefined : find(r.adapter, BASELINE[own] ?? 'hand-written lock');
+        const setLocal = own === undefined ? undefined : find(r.adapter, 'hand-written SET LOCAL + lock');
+        rows.push({
+          adapter: r.adapter,
+          kind: r.kind,
+          loops,
+          opsPerSec: ops(r),
+          vsSameOrm: same ? ops(r) / ops(same) : undefined,
+          vsSetLocal: setLocal && !own?.includes('batch') ? ops(r) / ops(setLocal) : undefined,
+          vsPg: ops(r) / pgBaseline,
+          extraRoundTrips: extra.get(`${r.adapter}|${r.kind}`),
+        });
+      }
     }
-
-    const ops = (r: Runnable) => median(samples.get(r)!);
-    const handWritten = (adapter: string) =>
-      runnables.find((r) => r.adapter === adapter && r.kind === 'hand-written lock');
-    const pgBaseline = ops(handWritten('pg')!);
-    return runnables.map((r) => {
-      const same = r.kind === 'alternative' ? undefined : handWritten(r.adapter);
-      return {
-        adapter: r.adapter,
-        kind: r.kind,
-        opsPerSec: ops(r),
-        vsSameOrm: same ? ops(r) / ops(same) : undefined,
-        vsPg: ops(r) / pgBaseline,
-        extraRoundTrips: extra.get(r),
-      };
-    });
+    return { rows, skipped };
   } finally {
     await Promise.all([...subjects.map((s) => s.close()), ...sessions.map((s) => s.close())]);
   }

@@ -1,32 +1,46 @@
 import { ORDER_TOLERANCE_US } from './hand-off.ts';
-import type { HotKeyRow } from './hot-key.ts';
+import type { HotKeyResult, HotKeyRow } from './hot-key.ts';
 import type { MachineInfo } from './machine.ts';
 import type { MemoryResult } from './memory.ts';
-import type { OverheadRow } from './overhead.ts';
+import type { MicroResult } from './micro.ts';
+import type { OverheadResult, OverheadRow } from './overhead.ts';
 import type { PgbenchResult } from './pgbench.ts';
+import { PROBE_EVERY_MS, type StarvationRow } from './pool-starvation.ts';
 import { type Bar, barChart } from './svg.ts';
 import type { TargetResult } from './targets.ts';
 
 /** Everything one run measured. */
 export interface BenchResults {
   readonly mode: 'quick' | 'full';
+  /** Measured from TypeScript source (the `@pglock/source` condition) rather than the built packages. */
+  readonly source: boolean;
   readonly machine: MachineInfo;
   readonly settings: string;
   readonly load: { readonly start: string; readonly end: string };
-  readonly overhead: readonly OverheadRow[];
+  readonly micro: MicroResult;
+  readonly overhead: OverheadResult;
   readonly pgbenchDistinct: PgbenchResult;
-  readonly hotKey: readonly HotKeyRow[];
+  readonly timedForms: readonly {
+    readonly name: string;
+    readonly protocol: 'extended' | 'simple';
+    readonly result: PgbenchResult;
+  }[];
+  readonly hotKey: HotKeyResult;
   readonly pgbenchHot: readonly { readonly workers: number; readonly result: PgbenchResult }[];
   readonly memory: MemoryResult;
+  readonly starvation: readonly StarvationRow[];
   readonly targets: readonly TargetResult[];
 }
 
 const n0 = (v: number) => (Number.isFinite(v) ? Math.round(v).toLocaleString('en-US') : 'n/a');
+const n1 = (v: number) => (Number.isFinite(v) ? v.toFixed(1) : 'n/a');
+const n2 = (v: number) => (Number.isFinite(v) ? v.toFixed(2) : 'n/a');
 const n3 = (v: number) => (Number.isFinite(v) ? v.toFixed(3) : 'n/a');
-const ratio = (v: number | undefined) => (v === undefined ? '—' : `${v.toFixed(2)}×`);
+const ratio = (v: number | undefined) => (v === undefined || !Number.isFinite(v) ? '—' : `${v.toFixed(2)}×`);
 const trips = (v: number | undefined) => (v === undefined ? '—' : `+${Number(v.toFixed(2))}`);
-const pct = (v: number) => `${(v * 100).toFixed(1)}%`;
+const pct = (v: number) => (Number.isFinite(v) ? `${(v * 100).toFixed(1)}%` : 'n/a');
 const bench = (r: PgbenchResult) => ('skipped' in r ? `skipped: ${r.skipped}` : `${n0(r.tps)} tps`);
+const tps = (r: PgbenchResult) => ('skipped' in r ? Number.NaN : r.tps);
 
 function table(head: readonly string[], rows: readonly (readonly string[])[]): string {
   return [
@@ -35,6 +49,10 @@ function table(head: readonly string[], rows: readonly (readonly string[])[]): s
     ...rows.map((r) => `| ${r.join(' | ')} |`),
   ].join('\n');
 }
+
+const adaptersOf = (rows: readonly OverheadRow[]) => [
+  ...new Set(rows.filter((r) => r.kind !== 'alternative').map((r) => r.adapter)),
+];
 
 /**
  * The headline: pglock's cost per adapter and its hot-key hand-off against the alternatives. The
@@ -46,26 +64,34 @@ function table(head: readonly string[], rows: readonly (readonly string[])[]): s
  * ```
  */
 export function headline(results: BenchResults): string {
-  const adapters = [
-    ...new Set(results.overhead.filter((r) => r.kind !== 'alternative').map((r) => r.adapter)),
-  ];
+  const rows = results.overhead.rows;
+  const loopCounts = [...new Set(rows.map((r) => r.loops))];
+  const most = Math.max(...loopCounts);
+  const pick = (adapter: string, kind: OverheadRow['kind'], loops: number) =>
+    rows.find((r) => r.adapter === adapter && r.kind === kind && r.loops === loops);
   const overhead = table(
-    ['adapter', 'withLock ops/s', 'vs hand-written lock, same ORM', 'round trips added (plain / timeoutMs)'],
-    adapters.map((adapter) => {
-      const rows = results.overhead.filter((r) => r.adapter === adapter);
-      const plain = rows.find((r) => r.kind === 'withLock');
-      const bounded = rows.find((r) => r.kind === 'withLock + timeoutMs');
-      const main = plain ?? bounded!;
+    [
+      'adapter',
+      `withLock ops/s (${most} loops)`,
+      ...loopCounts.map((l) => `vs hand-written, ${l} loop${l > 1 ? 's' : ''}`),
+      ...loopCounts.map((l) => `+ timeoutMs vs untimed hand-written, ${l}`),
+      'round trips added (plain / timeoutMs)',
+    ],
+    adaptersOf(rows).map((adapter) => {
+      const plain = pick(adapter, 'withLock', most);
+      const bounded = pick(adapter, 'withLock + timeoutMs', most);
       return [
         adapter,
-        n0(main.opsPerSec),
-        ratio(main.vsSameOrm),
-        `${plain ? trips(plain.extraRoundTrips) : '(always bounded)'} / ${trips(bounded?.extraRoundTrips)}`,
+        n0(plain?.opsPerSec ?? Number.NaN),
+        ...loopCounts.map((l) => ratio(pick(adapter, 'withLock', l)?.vsSameOrm)),
+        ...loopCounts.map((l) => ratio(pick(adapter, 'withLock + timeoutMs', l)?.vsSameOrm)),
+        `${trips(plain?.extraRoundTrips)} / ${trips(bounded?.extraRoundTrips)}`,
       ];
     }),
   );
-  const counts = [...new Set(results.hotKey.map((r) => r.workers))];
-  const designs = [...new Set(results.hotKey.map((r) => r.design))];
+  const hotRows = results.hotKey.rows.filter((r) => r.loops === 1);
+  const counts = [...new Set(hotRows.map((r) => r.workers))];
+  const designs = [...new Set(hotRows.map((r) => r.design))];
   const hot = table(
     [
       'one hot key',
@@ -73,15 +99,73 @@ export function headline(results: BenchResults): string {
       `throughput, ${counts.at(-1)} workers (/s)`,
     ],
     designs.map((design) => {
-      const rows = results.hotKey.filter((r) => r.design === design);
+      const of = hotRows.filter((r) => r.design === design);
       return [
         design,
-        ...counts.map((c) => n3(rows.find((r) => r.workers === c)?.handOffP50Ms ?? Number.NaN)),
-        n0(rows.find((r) => r.workers === counts.at(-1))?.opsPerSec ?? Number.NaN),
+        ...counts.map((c) => n3(of.find((r) => r.workers === c)?.handOffP50Ms ?? Number.NaN)),
+        n0(of.find((r) => r.workers === counts.at(-1))?.opsPerSec ?? Number.NaN),
       ];
     }),
   );
   return `${overhead}\n\n${hot}`;
+}
+
+function overheadTable(rows: readonly OverheadRow[]): string {
+  return table(
+    [
+      'adapter',
+      'variant',
+      'loops',
+      'ops/s',
+      'vs hand-written, same ORM',
+      'vs SET LOCAL + lock',
+      'vs hand-written SQL on pg',
+      'round trips added',
+    ],
+    rows.map((r) => [
+      r.adapter,
+      r.kind,
+      String(r.loops),
+      n0(r.opsPerSec),
+      ratio(r.vsSameOrm),
+      ratio(r.vsSetLocal),
+      ratio(r.vsPg),
+      trips(r.extraRoundTrips),
+    ]),
+  );
+}
+
+function hotKeyTable(rows: readonly HotKeyRow[]): string {
+  return table(
+    [
+      'design',
+      'workers',
+      'rounds',
+      'ops/s',
+      'hand-off p50 (ms)',
+      'p99 (ms)',
+      'hand-offs',
+      'largest wait (ms)',
+      'out of order, server (waitstart)',
+      'waits seen',
+      `out of order, client (> ${ORDER_TOLERANCE_US / 1_000} ms)`,
+      'errors',
+    ],
+    rows.map((r) => [
+      r.design,
+      r.loops > 1 ? `1 × ${r.loops} callers` : String(r.workers),
+      String(r.rounds),
+      n0(r.opsPerSec),
+      n3(r.handOffP50Ms),
+      n3(r.handOffP99Ms),
+      String(r.handOffs),
+      n0(r.maxWaitMs),
+      r.server === undefined ? '—' : pct(r.server.outOfOrder),
+      r.server === undefined ? '—' : pct(r.server.seen),
+      pct(r.outOfOrderBeyondTolerance),
+      String(r.errors),
+    ]),
+  );
 }
 
 /**
@@ -93,17 +177,28 @@ export function headline(results: BenchResults): string {
  * ```
  */
 export function markdown(results: BenchResults): string {
-  const { machine } = results;
+  const { machine, micro, overhead, hotKey } = results;
   const versions = Object.entries(machine.versions)
     .map(([name, version]) => `${name} ${version}`)
     .join(', ');
+  const loopCounts = [...new Set(overhead.rows.map((r) => r.loops))];
+  const protocols = [...new Set(results.timedForms.map((f) => f.protocol))];
+  const formNames = [...new Set(results.timedForms.map((f) => f.name))];
+  const formTps = (name: string, protocol: string) =>
+    tps(
+      results.timedForms.find((f) => f.name === name && f.protocol === protocol)?.result ?? { skipped: '' },
+    );
+  const bare = formNames[0] ?? '';
   const sections = [
     `# pglock benchmarks (${results.mode} run)`,
     `Measured ${machine.date} on ${machine.cpu}, ${machine.cores} cores, ${machine.memoryGb.toFixed(1)} GB memory, Node ${machine.node}. ` +
       `Load average (1 min) ${results.load.start} at the start, ${results.load.end} at the end: anything else running on the machine shows in the figures. ` +
       `With ${machine.cores} cores, 32 worker processes plus PostgreSQL are CPU-bound: the 32-worker rows measure an overloaded machine.`,
     `Versions: ${versions}.`,
-    `Settings: ${results.settings}. Regenerate with \`pnpm bench\` (\`pnpm bench -- --quick\` for a smoke run).`,
+    `Settings: ${results.settings}. ${results.source ? 'The packages are measured from their TypeScript source (`pnpm bench:source`, through tsx).' : 'The packages are measured as built (`dist`, what users install).'} Regenerate with \`pnpm bench\` (\`pnpm bench -- --quick\` for a smoke run).`,
+    ...(overhead.skipped.length > 0
+      ? [`**Skipped:** ${overhead.skipped.map((s) => `${s.name} (${s.skipped})`).join('; ')}.`]
+      : []),
     '## Headline',
     headline(results),
     '## Targets',
@@ -111,61 +206,83 @@ export function markdown(results: BenchResults): string {
       ['target', 'met', 'measured'],
       results.targets.map((t) => [t.target, t.met ? 'yes' : '**no**', t.detail]),
     ),
+    '## 0. pglock’s own JavaScript per call',
+    'A node-postgres-shaped pool whose queries resolve at once runs `withLock` and the same hand-written statement sequence (connect, BEGIN, the lock, the work, COMMIT, release): the difference is what pglock itself costs per call, with no database and no network. ' +
+      `CPU time per call, median of ${micro.rounds} interleaved rounds of ${n0(micro.callsPerRound)} calls (least of the rounds in brackets).`,
+    table(
+      ['variant', 'µs per call', 'pglock’s own (µs)'],
+      [
+        ['hand-written sequence', `${n2(micro.handWrittenUs)} (${n2(micro.min.handWrittenUs)})`, '—'],
+        [
+          '`withLock`, a bigint key (a new key every call)',
+          `${n2(micro.withLockBigintUs)} (${n2(micro.min.withLockBigintUs)})`,
+          n2(micro.withLockBigintUs - micro.handWrittenUs),
+        ],
+        [
+          "`withLock`, a name ('account:1')",
+          `${n2(micro.withLockNameUs)} (${n2(micro.min.withLockNameUs)})`,
+          n2(micro.withLockNameUs - micro.handWrittenUs),
+        ],
+        [
+          '`withLock`, a name, `timeoutMs`',
+          `${n2(micro.withLockTimeoutUs)} (${n2(micro.min.withLockTimeoutUs)})`,
+          n2(micro.withLockTimeoutUs - micro.handWrittenUs),
+        ],
+      ],
+    ),
+    `The same hand-written sequence costs ${n2(micro.handWrittenColdUs)} µs before anything in the process has used an \`AsyncLocalStorage\`: once one has (pglock's nesting context, OpenTelemetry, a web framework), Node 20 tracks every promise of the process, and every promise of the app pays for it. The figures above are all taken after that point, so they compare like with like.`,
     '## 1. Overhead per locked transaction (uncontended, distinct keys)',
     'Each operation is a transaction that increments one counter row; every loop has its own row and every operation its own lock key. ' +
-      '"hand-written lock" is `SELECT pg_advisory_xact_lock($1)` as the first statement of the same ORM transaction; "no lock" is the same transaction without it. ' +
+      '"hand-written lock" is `SELECT pg_advisory_xact_lock($1)` as the first statement of the same ORM transaction; "SET LOCAL + lock" sets `lock_timeout` with a statement of its own first (a bounded wait by hand, one more round trip); "no lock" is the same transaction without a lock. ' +
+      "Prisma's batch rows are `$transaction([lock, update])`: pglock's `$lock`, a hand-written `$queryRaw` lock, or no lock; their ratio is to the hand-written batch. " +
       "Round trips are statements counted on the adapter's own connections, minus the unlocked transaction's.",
+    ...loopCounts.map(
+      (loops) =>
+        `### ${loops} concurrent loop${loops > 1 ? 's' : ''}\n\n${overheadTable(overhead.rows.filter((r) => r.loops === loops))}`,
+    ),
+    `pgbench, the same locked transaction (prepared statements, 4 clients): ${bench(results.pgbenchDistinct)} — the server's ceiling for this work on this machine.`,
+    '### The bounded-wait statement on the server',
+    `pgbench, 2 clients, BEGIN / one way of taking a key / COMMIT (no work), ratio to the bare lock in the same protocol. \`extended\` parses and plans each statement with its parameters, as node-postgres and Prisma do; \`simple\` sends literals. See docs/protocol.md for the statement and its ordering argument.`,
     table(
-      [
-        'adapter',
-        'variant',
-        'ops/s',
-        'vs hand-written, same ORM',
-        'vs hand-written SQL on pg',
-        'round trips added',
-      ],
-      results.overhead.map((r) => [
-        r.adapter,
-        r.kind,
-        n0(r.opsPerSec),
-        ratio(r.vsSameOrm),
-        ratio(r.vsPg),
-        trips(r.extraRoundTrips),
+      ['statement', ...protocols.flatMap((p) => [`${p} (tps)`, `${p} vs bare`])],
+      formNames.map((name) => [
+        name,
+        ...protocols.flatMap((p) => [n0(formTps(name, p)), ratio(formTps(name, p) / formTps(bare, p))]),
       ]),
     ),
-    `pgbench, the same locked transaction (prepared statements): ${bench(results.pgbenchDistinct)} — the server's ceiling for this work on this machine.`,
     '![overhead](overhead.svg)',
     '## 2–3. One hot key: hand-off, throughput, fairness',
-    `Every worker is a separate process with one connection, looping lock → increment the hot row → release. Hand-off is the time from a release that found other workers waiting (stamped just before COMMIT or unlock is sent) to the first of those waiters running with the lock; the releaser taking the lock back meanwhile does not end it. Stamps come from the system-wide monotonic clock all processes share. ` +
-      `"Out of order" is the share of acquisitions that went ahead of a waiter who arrived earlier; the first column counts only waiters who arrived more than ${ORDER_TOLERANCE_US / 1_000} ms earlier (closer arrivals can reach the server in either order). ` +
+    `Every worker is a separate process with one connection, looping lock → increment the hot row → release. pglock and its hand-written SQL alternate round by round (the first to run switches each round); each alternative runs once per worker count. Hand-off is the time from a release that found others waiting (stamped just before COMMIT or unlock is sent) to the first of those waiters running with the lock; the releaser taking the lock back meanwhile does not end it. Every design stamps its arrival just before its lock call starts (before BEGIN). Stamps come from the system-wide monotonic clock all processes share. ` +
+      `"Out of order, server" reads the order from PostgreSQL itself: a monitor connection looks at \`pg_locks.waitstart\` for the key about every millisecond, each wait it sees gets the server's arrival time, and a grant is out of order when a waiter that started waiting earlier was granted later ("waits seen": the share of acquisitions whose wait the monitor saw; the shortest waits end between two looks). The client-stamp column is kept for the designs that do not wait in \`pg_locks\`. ` +
       'Polling designs (redlock retries, the try-lock loop) often let the process that just released take the lock again while the others sleep between tries: their waiters are served late.',
     table(
       [
-        'design',
-        'workers',
-        'ops/s',
-        'hand-off p50 (ms)',
-        'p99 (ms)',
-        'hand-offs',
-        'largest wait (ms)',
-        `out of order (> ${ORDER_TOLERANCE_US / 1_000} ms)`,
-        'out of order (any)',
-        'errors',
+        'pglock ÷ hand-written, per round',
+        'rounds',
+        'throughput min',
+        'median',
+        'max',
+        'hand-off min',
+        'median',
+        'max',
       ],
-      results.hotKey.map((r) => [
-        r.design,
-        String(r.workers),
-        n0(r.opsPerSec),
-        n3(r.handOffP50Ms),
-        n3(r.handOffP99Ms),
-        String(r.handOffs),
-        n0(r.maxWaitMs),
-        pct(r.outOfOrderBeyondTolerance),
-        pct(r.outOfOrder),
-        String(r.errors),
+      hotKey.comparisons.map((c) => [
+        c.loops > 1 ? `1 process × ${c.loops} callers` : `${c.workers} workers`,
+        String(hotKey.rows.find((r) => r.workers === c.workers && r.loops === c.loops)?.rounds ?? ''),
+        ratio(c.throughput.min),
+        ratio(c.throughput.median),
+        ratio(c.throughput.max),
+        ratio(c.handOff.min),
+        ratio(c.handOff.median),
+        ratio(c.handOff.max),
       ]),
     ),
+    'Hand-off ratio: hand-written p50 ÷ pglock p50 (above 1: pglock hands over faster). Throughput ratio: pglock ÷ hand-written.',
+    hotKeyTable(hotKey.rows.filter((r) => r.loops === 1)),
     `pgbench, the same SQL on the hot key: ${results.pgbenchHot.map((p) => `${p.workers} clients ${bench(p.result)}`).join(', ')}.`,
+    '### In-process hand-off',
+    'One process with several callers on one key, one pool with a connection per caller. pglock queues the callers of one process in memory and only the head waits on the server; the hand-written SQL has every caller waiting on the server. Hand-off is timed as above, between callers of the one process.',
+    hotKeyTable(hotKey.rows.filter((r) => r.loops > 1)),
     '![hand-off](hot-key-hand-off.svg)\n\n![throughput](hot-key-throughput.svg)',
     '## 4. Memory',
     `${n0(results.memory.points.at(-1)?.cycles ?? 0)} withLock cycles (pg adapter) in one process; memory read after a forced GC${results.memory.gcExposed ? '' : ' (**gc not exposed: run with node --expose-gc**)'}. ` +
@@ -175,6 +292,28 @@ export function markdown(results: BenchResults): string {
       results.memory.points.map((p) => [n0(p.cycles), p.rssMb.toFixed(1), p.heapUsedMb.toFixed(2)]),
     ),
     '![memory](memory.svg)',
+    '## 5. Waiters and the pool',
+    `100 concurrent lock calls on one key, each holding it 20 ms, through one \`pg.Pool\` of 10, while an unrelated \`SELECT 1\` is sent on the same pool every ${PROBE_EVERY_MS} ms; the designs alternate round by round. With every waiter on the server, the waiters hold every pooled connection and the rest of the app waits for the burst; pglock's in-process queue keeps one waiter on the server.`,
+    table(
+      [
+        'design',
+        'burst (ms)',
+        'SELECT 1 p50 (ms)',
+        'p99 (ms)',
+        'max (ms)',
+        'probes',
+        'connections in use (max)',
+      ],
+      results.starvation.map((s) => [
+        s.design,
+        n0(s.burstMs),
+        n1(s.probeP50Ms),
+        n1(s.probeP99Ms),
+        n1(s.probeMaxMs),
+        String(s.probes),
+        String(s.connectionsInUse),
+      ]),
+    ),
   ];
   return `${sections.join('\n\n')}\n`;
 }
@@ -188,25 +327,29 @@ export function markdown(results: BenchResults): string {
  * ```
  */
 export function charts(results: BenchResults): Record<string, string> {
-  const overheadBars: Bar[] = results.overhead.map((r) => ({
-    label: `${r.adapter} · ${r.kind === 'alternative' ? 'lock' : r.kind}`,
-    value: r.opsPerSec,
-    series:
-      r.kind === 'alternative'
-        ? 'alternatives'
-        : r.kind.startsWith('withLock')
-          ? 'pglock'
-          : 'hand-written / none',
-  }));
+  const most = Math.max(...results.overhead.rows.map((r) => r.loops));
+  const overheadBars: Bar[] = results.overhead.rows
+    .filter((r) => r.loops === most)
+    .map((r) => ({
+      label: `${r.adapter} · ${r.kind === 'alternative' ? 'lock' : r.kind}`,
+      value: r.opsPerSec,
+      series:
+        r.kind === 'alternative'
+          ? 'alternatives'
+          : r.kind.startsWith('withLock') || r.kind === '$lock batch'
+            ? 'pglock'
+            : 'hand-written / none',
+    }));
+  const hotRows = results.hotKey.rows.filter((r) => r.loops === 1);
   const hotBars = (pick: (r: HotKeyRow) => number): Bar[] =>
-    results.hotKey.map((r) => ({
+    hotRows.map((r) => ({
       label: `${r.design} × ${r.workers}`,
       value: pick(r),
       series: `${r.workers} workers`,
     }));
   return {
     'overhead.svg': barChart({
-      title: 'Uncontended locked transactions',
+      title: `Uncontended locked transactions (${most} loops)`,
       unit: 'operations per second',
       bars: overheadBars,
     }),
@@ -225,6 +368,12 @@ export function charts(results: BenchResults): Record<string, string> {
       title: 'Memory after withLock cycles (after GC)',
       unit: 'heap used, MB',
       bars: results.memory.points.map((p) => ({ label: `${n0(p.cycles)} cycles`, value: p.heapUsedMb })),
+    }),
+    'pool-starvation.svg': barChart({
+      title: 'An unrelated SELECT 1 during a burst of 100 waiters, pool of 10',
+      unit: 'p99 latency, ms',
+      bars: results.starvation.map((s) => ({ label: s.design, value: s.probeP99Ms })),
+      log: true,
     }),
   };
 }

@@ -1,16 +1,12 @@
-import { withLock as drizzleWithLock } from '@pglock/drizzle';
-import { withLock as kyselyWithLock } from '@pglock/kysely';
-import { withLock as pgWithLock } from '@pglock/pg';
-import { withLock as prismaWithLock } from '@pglock/prisma';
 import { countingPool } from '@pglock/test-kit';
 import { PrismaPg } from '@prisma/adapter-pg';
 import { eq, sql } from 'drizzle-orm';
-import { drizzle as drizzleNodePg } from 'drizzle-orm/node-postgres';
-import { integer, type PgDatabase, type PgQueryResultHKT, pgTable } from 'drizzle-orm/pg-core';
-import { drizzle as drizzlePostgresJs } from 'drizzle-orm/postgres-js';
+import { drizzle as drizzleOnNodePg } from 'drizzle-orm/node-postgres';
+import { integer, pgTable } from 'drizzle-orm/pg-core';
+import { drizzle as drizzleOnPostgresJs } from 'drizzle-orm/postgres-js';
 import { Kysely, sql as kyselySql, PostgresDialect } from 'kysely';
 import postgres from 'postgres';
-import { PrismaClient } from './prisma/generated/client.ts';
+import { WORK_SQL } from './database.ts';
 
 /** One way of running the benchmark's transaction: `run` does it once for `row` under lock `key`. */
 export interface Variant {
@@ -18,7 +14,21 @@ export interface Variant {
   run(row: number, key: bigint): Promise<unknown>;
 }
 
-export type VariantKind = 'withLock' | 'withLock + timeoutMs' | 'hand-written lock' | 'no lock';
+/**
+ * The variants of scenario 1. "hand-written" is the same ORM transaction with
+ * `SELECT pg_advisory_xact_lock($1)` first; "hand-written SET LOCAL" sets `lock_timeout` with its own
+ * statement before that lock (what a bounded wait costs by hand). The batch kinds are Prisma's
+ * `$transaction([…])`: `$lock` first, a hand-written lock query first, or no lock.
+ */
+export type VariantKind =
+  | 'withLock'
+  | 'withLock + timeoutMs'
+  | 'hand-written lock'
+  | 'hand-written SET LOCAL + lock'
+  | 'no lock'
+  | '$lock batch'
+  | 'hand-written lock batch'
+  | 'batch, no lock';
 
 /** An adapter on one driver, its variants, and a statement counter on its connections. */
 export interface Subject {
@@ -28,30 +38,58 @@ export interface Subject {
   close(): Promise<void>;
 }
 
-const counter = pgTable('bench_counter', { id: integer('id').primaryKey(), n: integer('n').notNull() });
-const TIMEOUT = { timeoutMs: 5_000 } as const;
-const LOCK_SQL = 'SELECT pg_advisory_xact_lock($1::text::bigint)';
-const WORK = 'UPDATE bench_counter SET n = n + 1 WHERE id = $1';
-
-/** The pglock subjects of scenario 1, each on a pool of `connections`. */
-export function openSubjects(url: string, connections: number): Subject[] {
-  return [
-    pgSubject(url, connections),
-    drizzlePg(url, connections),
-    drizzlePostgres(url, connections),
-    kysely(url, connections),
-    prisma(url, connections),
-  ];
+/** A subject that could not be opened (an adapter that does not build or import), and why. */
+export interface SkippedSubject {
+  readonly name: string;
+  readonly skipped: string;
 }
 
-function pgSubject(url: string, max: number): Subject {
+export const TIMEOUT_MS = 5_000;
+const TIMEOUT = { timeoutMs: TIMEOUT_MS } as const;
+const LOCK_SQL = 'SELECT pg_advisory_xact_lock($1::text::bigint)';
+const SET_LOCAL_SQL = `SET LOCAL lock_timeout = '${TIMEOUT_MS}ms'`;
+
+type Opener = (url: string, connections: number) => Promise<Subject>;
+
+const openers: readonly (readonly [string, Opener])[] = [
+  ['pg', pgSubject],
+  ['Drizzle (node-postgres)', drizzleNodePg],
+  ['Drizzle (postgres.js)', drizzlePostgresJs],
+  ['Kysely (pg)', kyselySubject],
+  ['Prisma (adapter-pg)', prismaSubject],
+];
+
+/**
+ * The pglock subjects of scenario 1, each on a pool of `connections`. Each adapter is imported on its
+ * own, so one that does not load is reported as skipped (with the reason) instead of ending the run.
+ *
+ * @example
+ * ```ts
+ * const subjects = await openSubjects(url, 4);
+ * ```
+ */
+export async function openSubjects(url: string, connections: number): Promise<(Subject | SkippedSubject)[]> {
+  const opened: (Subject | SkippedSubject)[] = [];
+  for (const [name, open] of openers) {
+    try {
+      opened.push(await open(url, connections));
+    } catch (error) {
+      opened.push({ name, skipped: String(error instanceof Error ? error.message : error).split('\n')[0]! });
+    }
+  }
+  return opened;
+}
+
+async function pgSubject(url: string, max: number): Promise<Subject> {
+  const { withLock } = await import('@pglock/pg');
   const { pool, count } = countingPool({ connectionString: url, max });
-  const plain = async (row: number, key: bigint | undefined) => {
+  const plain = async (row: number, key: bigint | undefined, timed: boolean) => {
     const client = await pool.connect();
     try {
       await client.query('BEGIN');
+      if (timed) await client.query(SET_LOCAL_SQL);
       if (key !== undefined) await client.query(LOCK_SQL, [String(key)]);
-      await client.query(WORK, [row]);
+      await client.query(WORK_SQL, [row]);
       await client.query('COMMIT');
     } finally {
       client.release();
@@ -60,98 +98,118 @@ function pgSubject(url: string, max: number): Subject {
   return {
     name: 'pg',
     variants: [
-      { kind: 'withLock', run: (row, key) => pgWithLock(pool, key, (c) => c.query(WORK, [row])) },
+      { kind: 'withLock', run: (row, key) => withLock(pool, key, (c) => c.query(WORK_SQL, [row])) },
       {
         kind: 'withLock + timeoutMs',
-        run: (row, key) => pgWithLock(pool, key, (c) => c.query(WORK, [row]), TIMEOUT),
+        run: (row, key) => withLock(pool, key, (c) => c.query(WORK_SQL, [row]), TIMEOUT),
       },
-      { kind: 'hand-written lock', run: (row, key) => plain(row, key) },
-      { kind: 'no lock', run: (row) => plain(row, undefined) },
+      { kind: 'hand-written lock', run: (row, key) => plain(row, key, false) },
+      { kind: 'hand-written SET LOCAL + lock', run: (row, key) => plain(row, key, true) },
+      { kind: 'no lock', run: (row) => plain(row, undefined, false) },
     ],
     statements: count,
     close: () => pool.end(),
   };
 }
 
-type AnyPgDatabase = PgDatabase<PgQueryResultHKT>;
+// Drizzle's types are not imported statically: the subject must load even when @pglock/drizzle
+// does not, and its database type is only what these calls need.
+interface DrizzleDb {
+  transaction<T>(fn: (tx: DrizzleDb) => Promise<T>): Promise<T>;
+  execute(query: unknown): Promise<unknown>;
+  update(table: unknown): { set(values: unknown): { where(condition: unknown): Promise<unknown> } };
+}
 
-function drizzleVariants(db: AnyPgDatabase): Variant[] {
-  // A transaction is a PgDatabase too: the work is the same query builder call on either.
-  const work = async (tx: AnyPgDatabase, row: number) => {
+async function drizzleVariants(db: DrizzleDb): Promise<Variant[]> {
+  const { withLock } = (await import('@pglock/drizzle')) as unknown as {
+    withLock<T>(db: DrizzleDb, key: bigint, fn: (tx: DrizzleDb) => Promise<T>, options?: object): Promise<T>;
+  };
+  const counter = pgTable('bench_counter', { id: integer('id').primaryKey(), n: integer('n').notNull() });
+  // A transaction is a database too: the work is the same query builder call on either.
+  const work = async (tx: DrizzleDb, row: number) => {
     await tx
       .update(counter)
       .set({ n: sql`${counter.n} + 1` })
       .where(eq(counter.id, row));
   };
+  const handWritten = (timed: boolean) => (row: number, key: bigint) =>
+    db.transaction(async (tx) => {
+      if (timed) await tx.execute(sql.raw(SET_LOCAL_SQL));
+      await tx.execute(sql`SELECT pg_advisory_xact_lock(${String(key)}::text::bigint)`);
+      await work(tx, row);
+    });
   return [
-    { kind: 'withLock', run: (row, key) => drizzleWithLock(db, key, (tx) => work(tx, row)) },
-    {
-      kind: 'withLock + timeoutMs',
-      run: (row, key) => drizzleWithLock(db, key, (tx) => work(tx, row), TIMEOUT),
-    },
-    {
-      kind: 'hand-written lock',
-      run: (row, key) =>
-        db.transaction(async (tx) => {
-          await tx.execute(sql`SELECT pg_advisory_xact_lock(${String(key)}::text::bigint)`);
-          await work(tx, row);
-        }),
-    },
+    { kind: 'withLock', run: (row, key) => withLock(db, key, (tx) => work(tx, row)) },
+    { kind: 'withLock + timeoutMs', run: (row, key) => withLock(db, key, (tx) => work(tx, row), TIMEOUT) },
+    { kind: 'hand-written lock', run: handWritten(false) },
+    { kind: 'hand-written SET LOCAL + lock', run: handWritten(true) },
     { kind: 'no lock', run: (row) => db.transaction((tx) => work(tx, row)) },
   ];
 }
 
-function drizzlePg(url: string, max: number): Subject {
+async function drizzleNodePg(url: string, max: number): Promise<Subject> {
   const { pool, count } = countingPool({ connectionString: url, max });
-  return {
-    name: 'Drizzle (node-postgres)',
-    variants: drizzleVariants(drizzleNodePg({ client: pool })),
-    statements: count,
-    close: () => pool.end(),
-  };
+  try {
+    return {
+      name: 'Drizzle (node-postgres)',
+      variants: await drizzleVariants(drizzleOnNodePg({ client: pool }) as unknown as DrizzleDb),
+      statements: count,
+      close: () => pool.end(),
+    };
+  } catch (error) {
+    await pool.end();
+    throw error;
+  }
 }
 
-function drizzlePostgres(url: string, max: number): Subject {
+async function drizzlePostgresJs(url: string, max: number): Promise<Subject> {
   let count = 0;
   // postgres.js reports each statement it sends to `debug`: the only hook it has for counting.
   const client = postgres(url, { max, onnotice: () => undefined, debug: () => void count++ });
-  return {
-    name: 'Drizzle (postgres.js)',
-    variants: drizzleVariants(drizzlePostgresJs({ client })),
-    statements: () => count,
-    close: () => client.end(),
-  };
+  try {
+    return {
+      name: 'Drizzle (postgres.js)',
+      variants: await drizzleVariants(drizzleOnPostgresJs({ client }) as unknown as DrizzleDb),
+      statements: () => count,
+      close: () => client.end(),
+    };
+  } catch (error) {
+    await client.end();
+    throw error;
+  }
 }
 
 interface KyselyDb {
   bench_counter: { id: number; n: number };
 }
 
-function kysely(url: string, max: number): Subject {
+async function kyselySubject(url: string, max: number): Promise<Subject> {
+  const { withLock } = await import('@pglock/kysely');
   const { pool, count } = countingPool({ connectionString: url, max });
   const db = new Kysely<KyselyDb>({ dialect: new PostgresDialect({ pool }) });
-  const work = (trx: Kysely<KyselyDb>, row: number) =>
+  type Db = typeof db;
+  const work = (trx: Db, row: number) =>
     trx
       .updateTable('bench_counter')
       .set((eb) => ({ n: eb('n', '+', 1) }))
       .where('id', '=', row)
       .execute();
+  const handWritten = (timed: boolean) => (row: number, key: bigint) =>
+    db.transaction().execute(async (trx) => {
+      if (timed) await kyselySql.raw(SET_LOCAL_SQL).execute(trx);
+      await kyselySql`SELECT pg_advisory_xact_lock(${String(key)}::text::bigint)`.execute(trx);
+      await work(trx, row);
+    });
   return {
     name: 'Kysely (pg)',
     variants: [
-      { kind: 'withLock', run: (row, key) => kyselyWithLock(db, key, (trx) => work(trx, row)) },
+      { kind: 'withLock', run: (row, key) => withLock(db, key, (trx) => work(trx as Db, row)) },
       {
         kind: 'withLock + timeoutMs',
-        run: (row, key) => kyselyWithLock(db, key, (trx) => work(trx, row), TIMEOUT),
+        run: (row, key) => withLock(db, key, (trx) => work(trx as Db, row), TIMEOUT),
       },
-      {
-        kind: 'hand-written lock',
-        run: (row, key) =>
-          db.transaction().execute(async (trx) => {
-            await kyselySql`SELECT pg_advisory_xact_lock(${String(key)}::text::bigint)`.execute(trx);
-            await work(trx, row);
-          }),
-      },
+      { kind: 'hand-written lock', run: handWritten(false) },
+      { kind: 'hand-written SET LOCAL + lock', run: handWritten(true) },
       { kind: 'no lock', run: (row) => db.transaction().execute((trx) => work(trx, row)) },
     ],
     statements: count,
@@ -159,34 +217,57 @@ function kysely(url: string, max: number): Subject {
   };
 }
 
-function prisma(url: string, max: number): Subject {
+async function prismaSubject(url: string, max: number): Promise<Subject> {
+  const { advisoryLocks } = await import('@pglock/prisma');
+  // Generated by main.ts before any subject opens (src/prisma/generate.ts).
+  const { PrismaClient } = await import('./prisma/generated/client.ts');
   const { pool, count } = countingPool({ connectionString: url, max });
-  const client = new PrismaClient({ adapter: new PrismaPg(pool) });
-  type Tx = Parameters<Parameters<typeof client.$transaction>[0]>[0];
-  const work = (tx: Tx, row: number) =>
+  const base = new PrismaClient({ adapter: new PrismaPg(pool) });
+  const client = base.$extends(advisoryLocks());
+  // The extension's transaction client and Prisma's own have the model the work needs.
+  type Counting = { readonly counter: Pick<typeof base.counter, 'update'> };
+  const update = (tx: Counting, row: number) =>
     tx.counter.update({ where: { id: row }, data: { n: { increment: 1 } } });
+  const handWritten = (timed: boolean) => (row: number, key: bigint) =>
+    base.$transaction(async (tx) => {
+      if (timed) await tx.$executeRawUnsafe(SET_LOCAL_SQL);
+      await tx.$queryRaw`SELECT 1 AS ok FROM pg_advisory_xact_lock(${String(key)}::text::bigint)`;
+      await update(tx, row);
+    });
   return {
     name: 'Prisma (adapter-pg)',
-    // Prisma's withLock always waits with a bound (the transaction's timeout), so its plain
-    // withLock row already is the timeoutMs statement.
+    // Prisma's withLock always waits with a bound (what the transaction's timer allows), so its
+    // plain withLock runs the timed statement too.
     variants: [
       {
-        kind: 'withLock + timeoutMs',
-        run: (row, key) => prismaWithLock(client, key, (tx) => work(tx, row), TIMEOUT),
+        kind: 'withLock',
+        run: (row, key) => client.$withLock(key, (tx) => update(tx as unknown as Counting, row)),
       },
       {
-        kind: 'hand-written lock',
-        run: (row, key) =>
-          client.$transaction(async (tx) => {
-            await tx.$queryRaw`SELECT 1 AS ok FROM pg_advisory_xact_lock(${String(key)}::text::bigint)`;
-            await work(tx, row);
-          }),
+        kind: 'withLock + timeoutMs',
+        run: (row, key) => client.$withLock(key, (tx) => update(tx as unknown as Counting, row), TIMEOUT),
       },
-      { kind: 'no lock', run: (row) => client.$transaction((tx) => work(tx, row)) },
+      { kind: 'hand-written lock', run: handWritten(false) },
+      { kind: 'hand-written SET LOCAL + lock', run: handWritten(true) },
+      { kind: 'no lock', run: (row) => base.$transaction((tx) => update(tx, row)) },
+      {
+        kind: '$lock batch',
+        run: (row, key) =>
+          client.$transaction([client.$lock(key, TIMEOUT), update(client as unknown as Counting, row)]),
+      },
+      {
+        kind: 'hand-written lock batch',
+        run: (row, key) =>
+          base.$transaction([
+            base.$queryRaw`SELECT 1 AS ok FROM pg_advisory_xact_lock(${String(key)}::text::bigint)`,
+            update(base, row),
+          ]),
+      },
+      { kind: 'batch, no lock', run: (row) => base.$transaction([update(base, row)]) },
     ],
     statements: count,
     async close() {
-      await client.$disconnect();
+      await base.$disconnect();
       await pool.end().catch(() => undefined);
     },
   };
