@@ -146,6 +146,14 @@ export interface LockPort<Db, Tx> {
   pin?(db: Db, onDeath: (cause: unknown) => void): Promise<PinnedConnection>;
   /** True when the ORM itself rejects a COMMIT that PostgreSQL answered with ROLLBACK. */
   readonly reportsFailedCommit?: boolean;
-  /** The wait when `timeoutMs` is omitted, where waiting without limit is wrong for the ORM (Prisma). */
-  defaultTimeoutMs?(verb: 'withLock' | 'lock', settings: CheckedTransactionSettings): number | undefined;
+  /**
+   * The wait when `timeoutMs` is omitted, where waiting without limit is wrong for the ORM (Prisma):
+   * `'withLock'` for a transaction of pglock's own, `'lock'` inside a running one (a `lock(tx)`, or a
+   * nested `withLock`). `db` is the handle the call was given (its own defaults may matter).
+   */
+  defaultTimeoutMs?(
+    verb: 'withLock' | 'lock',
+    settings: CheckedTransactionSettings,
+    db: Db,
+  ): number | undefined;
 }

@@ -35,12 +35,20 @@ export async function runCancellable(
   let settled = false;
   let aborted = false;
   let cancelling: Promise<void> | undefined;
+  // Ends the pause between two cancels once the statement settled: the call must not wait it out.
+  let wake: (() => void) | undefined;
   const keepCancelling = async (): Promise<void> => {
     let delay = RETRY_FIRST_MS;
     while (!settled) {
       await cancel().catch(() => undefined);
       if (settled) return;
-      await new Promise((resolve) => setTimeout(resolve, delay).unref());
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, delay).unref();
+        wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
       delay = Math.min(delay * 2, RETRY_MAX_MS);
     }
   };
@@ -56,6 +64,7 @@ export async function runCancellable(
   } finally {
     settled = true;
     unsubscribe();
+    wake?.();
     await cancelling;
   }
 }

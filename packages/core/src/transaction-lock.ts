@@ -126,8 +126,9 @@ function startLocked<Db, Tx, T>(
   const settings = settingsFor(scope, options, verb);
   let request = requestFor(target, options, scope.defaults, attempt, verb);
   const nestIn = contextFor(db) ?? outerTransaction(port, db);
-  if (request.timeoutMs === undefined && port.defaultTimeoutMs !== undefined && nestIn === undefined) {
-    const fallback = port.defaultTimeoutMs('withLock', settings);
+  if (request.timeoutMs === undefined && port.defaultTimeoutMs !== undefined) {
+    // A nested call waits inside a running transaction, as lock(tx) does.
+    const fallback = port.defaultTimeoutMs(nestIn === undefined ? 'withLock' : 'lock', settings, db);
     if (fallback !== undefined) request = { ...request, timeoutMs: fallback };
   }
   assertCancellable(port, db, request, verb);
@@ -350,7 +351,7 @@ export async function lockInTransaction<Db, Tx>(
     );
   }
   if (request.timeoutMs === undefined && port.defaultTimeoutMs !== undefined) {
-    const fallback = port.defaultTimeoutMs('lock', NO_TRANSACTION_SETTINGS);
+    const fallback = port.defaultTimeoutMs('lock', NO_TRANSACTION_SETTINGS, db);
     if (fallback !== undefined) request = { ...request, timeoutMs: fallback };
   }
   assertCancellable(port, db, request, verb);

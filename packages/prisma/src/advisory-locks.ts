@@ -1,22 +1,42 @@
-import { type LockTarget, type TryResult, withDefaults } from '@pglock/core';
+import type {
+  AdvisoryLockInfo,
+  AdvisoryLocks,
+  LockKeyInput,
+  LockOptions,
+  LockTarget,
+  TryResult,
+} from '@pglock/core';
+import { createAdvisoryLocks, lockVerbs } from '@pglock/core/adapter';
 import { Prisma } from '@prisma/client/extension';
-import type { PrismaClientLike, TxOf } from './prisma-types.ts';
-import { type PrismaLockOptions, tryWithLock, withLock } from './with-lock.ts';
+import type { PrismaPromise } from '@prisma/client/runtime/client';
+import { batchLock } from './batch-lock.ts';
+import { IN_TRANSACTION_WAIT_MS, prismaPort, watchedPrismaPort, watchOperation } from './prisma-port.ts';
+import type {
+  PrismaBatchLockOptions,
+  PrismaClientLike,
+  PrismaLocksOptions,
+  PrismaRawQueryable,
+  PrismaTransactionLike,
+  PrismaTransactionSettings,
+  PrismaWithLockOptions,
+  TxOf,
+} from './prisma-types.ts';
 
-// Per-call options over the extension's defaults, with `transaction` merged field by field.
-function merge(defaults: PrismaLockOptions, options: PrismaLockOptions | undefined): PrismaLockOptions {
-  return {
-    ...withDefaults(defaults, options),
-    transaction: withDefaults(defaults.transaction ?? {}, options?.transaction),
-  };
-}
+type Locks = AdvisoryLocks<unknown, PrismaTransactionLike, PrismaTransactionSettings>;
+type Callback<C, R> = (tx: TxOf<C>) => Promise<R>;
+type Untyped<R> = (tx: unknown) => Promise<R>;
+type Options = PrismaWithLockOptions;
+type Namespace = Pick<LockOptions, 'namespace'>;
+
+type Db = PrismaRawQueryable;
+const verbs = lockVerbs<Db, unknown, PrismaTransactionLike, PrismaTransactionSettings>(prismaPort);
 
 /**
- * A Prisma Client extension (named `pglock`) that adds `$withLock` and `$tryWithLock`: an interactive
- * transaction whose first statement takes a transaction-scoped advisory lock, so the lock lives and
- * dies with that transaction. `tx` in the callback is your client's own transaction client, models
- * and other extensions included. Per-call options override `defaults`; `$tryWithLock` tries once
- * unless the call itself sets `timeoutMs`.
+ * A Prisma Client extension (named `pglock`) adding `$withLock`, `$tryWithLock` and `$lock`, over
+ * transaction-scoped advisory locks: a lock lives and dies with its transaction. `defaults` apply to
+ * every call (per-call options win; `$tryWithLock` tries once unless the call sets `timeoutMs`).
+ * Inside a running `$withLock` callback, or on a transaction client (`tx.$withLock`), a call nests
+ * with a savepoint on that transaction.
  *
  * @example
  * ```ts
@@ -27,35 +47,166 @@ function merge(defaults: PrismaLockOptions, options: PrismaLockOptions | undefin
  *   const user = await tx.user.findUniqueOrThrow({ where: { id } });
  *   await tx.user.update({ where: { id }, data: { score: user.score + points } });
  * });
- * const rebuilt = await prisma.$tryWithLock('leaderboard', rebuild);
- * if (!rebuilt.acquired) console.log('another instance is rebuilding');
+ * await prisma.$transaction([prisma.$lock(`user:${id}`), prisma.user.update({ where: { id }, data: { score: 0 } })]);
  * ```
  */
-export function advisoryLocks(defaults: PrismaLockOptions = {}) {
-  const { timeoutMs: _wait, ...tryDefaults } = defaults;
+export function advisoryLocks(defaults: PrismaLocksOptions = {}) {
+  // Bad defaults fail here, where the extension is made.
+  createAdvisoryLocks(watchedPrismaPort, {} as PrismaRawQueryable, defaults);
+  const { transaction: _settings, ...lockDefaults } = defaults;
+  const batchDefaults = { ...lockDefaults, timeoutMs: lockDefaults.timeoutMs ?? IN_TRANSACTION_WAIT_MS };
+  const made = new WeakMap<object, Locks>();
+  const locksOf = (client: unknown): Locks => {
+    let locks = made.get(client as object);
+    if (locks === undefined) {
+      locks = createAdvisoryLocks(watchedPrismaPort, client as PrismaRawQueryable, defaults) as Locks;
+      made.set(client as object, locks);
+    }
+    return locks;
+  };
   return Prisma.defineExtension({
     name: 'pglock',
+    query: { $allOperations: watchOperation },
     client: {
-      /** Runs `fn` in `$transaction` after taking the lock; resolves its value. */
-      $withLock<C, R>(
-        this: C,
-        target: LockTarget,
-        fn: (tx: TxOf<C>) => Promise<R>,
-        options?: PrismaLockOptions,
-      ): Promise<R> {
-        const client = Prisma.getExtensionContext(this) as unknown as PrismaClientLike;
-        return withLock(client, target, (tx) => fn(tx as TxOf<C>), merge(defaults, options));
+      /** Runs `fn(tx)` in `$transaction` after taking the lock; resolves its value. */
+      $withLock<C, R>(this: C, target: LockTarget, fn: Callback<C, R>, options?: Options): Promise<R> {
+        return locksOf(Prisma.getExtensionContext(this)).withLock(target, fn as Untyped<R>, options);
       },
       /** Like `$withLock`, resolving `{ acquired: false }` when the lock is taken. */
       $tryWithLock<C, R>(
         this: C,
         target: LockTarget,
-        fn: (tx: TxOf<C>) => Promise<R>,
-        options?: PrismaLockOptions,
+        fn: Callback<C, R>,
+        options?: Options,
       ): Promise<TryResult<R>> {
-        const client = Prisma.getExtensionContext(this) as unknown as PrismaClientLike;
-        return tryWithLock(client, target, (tx) => fn(tx as TxOf<C>), merge(tryDefaults, options));
+        return locksOf(Prisma.getExtensionContext(this)).tryWithLock(target, fn as Untyped<R>, options);
+      },
+      /** The lock as the first element of `$transaction([…])` (or awaited on `tx`: `lock(tx, …)`). */
+      $lock<C>(this: C, target: LockTarget, options?: PrismaBatchLockOptions): PrismaPromise<void> {
+        const client = Prisma.getExtensionContext(this) as unknown as PrismaRawQueryable;
+        return batchLock(client, target, options, batchDefaults, (tx) =>
+          locksOf(tx).lock(tx as PrismaTransactionLike, target, options),
+        );
       },
     },
   });
+}
+
+/**
+ * Runs `fn(tx)` in `prisma.$transaction(async (tx) => …)` whose first statement takes the lock;
+ * COMMIT (or ROLLBACK when `fn` throws) releases it. `timeoutMs` defaults to the callback's
+ * `transaction.timeout` (the client's own, else 5000 ms): a Prisma transaction never waits without
+ * limit. Given a transaction client, or inside a running callback on `prisma`, it nests with a savepoint.
+ *
+ * @example
+ * ```ts
+ * import { withLock } from '@pglock/prisma';
+ *
+ * await withLock(prisma, `account:${id}`, async (tx) => {
+ *   await tx.account.update({ where: { id }, data: { balance: { decrement: 10 } } });
+ * });
+ * ```
+ */
+export function withLock<C extends PrismaClientLike, T>(
+  prisma: C,
+  target: LockTarget,
+  fn: Callback<C, T>,
+  options?: Options,
+): Promise<T> {
+  return verbs(prisma).withLock(target, fn as Untyped<T>, options);
+}
+
+/**
+ * Like {@link withLock}, but resolves `{ acquired: false }` instead of throwing when the lock is
+ * taken. `timeoutMs` defaults to 0 (one try).
+ *
+ * @example
+ * ```ts
+ * import { tryWithLock } from '@pglock/prisma';
+ *
+ * const result = await tryWithLock(prisma, 'leaderboard', async (tx) => rebuild(tx));
+ * if (!result.acquired) console.log('another instance is rebuilding');
+ * ```
+ */
+export function tryWithLock<C extends PrismaClientLike, T>(
+  prisma: C,
+  target: LockTarget,
+  fn: Callback<C, T>,
+  options?: Options,
+): Promise<TryResult<T>> {
+  return verbs(prisma).tryWithLock(target, fn as Untyped<T>, options);
+}
+
+/**
+ * Takes a transaction-scoped lock inside `prisma.$transaction(async (tx) => …)`; held until that
+ * transaction ends. `timeoutMs` defaults to 2500 ms (half of Prisma's default transaction timeout):
+ * keep it below your transaction's `timeout`. The root client is a type error and `LockUsageError`.
+ *
+ * @example
+ * ```ts
+ * import { lock } from '@pglock/prisma';
+ *
+ * await prisma.$transaction(async (tx) => {
+ *   await lock(tx, ['account:1', 'account:2'], { timeoutMs: 1_000 });
+ *   // … transfer …
+ * });
+ * ```
+ */
+export function lock(tx: PrismaTransactionLike, target: LockTarget, options?: LockOptions): Promise<void> {
+  return verbs(tx).lock(tx, target, options);
+}
+
+/**
+ * Tries a transaction-scoped lock inside `prisma.$transaction(async (tx) => …)`: `true` when held
+ * (until the transaction ends), `false` when taken elsewhere. `timeoutMs` defaults to 0.
+ *
+ * @example
+ * ```ts
+ * import { tryLock } from '@pglock/prisma';
+ *
+ * await prisma.$transaction(async (tx) => {
+ *   if (await tryLock(tx, 'report')) await buildReport(tx);
+ * });
+ * ```
+ */
+export function tryLock(
+  tx: PrismaTransactionLike,
+  target: LockTarget,
+  options?: LockOptions,
+): Promise<boolean> {
+  return verbs(tx).tryLock(tx, target, options);
+}
+
+/**
+ * True when any session holds `key`: a snapshot, for dashboards and tests, not for deciding whether
+ * to take a lock (use {@link tryWithLock} for that).
+ *
+ * @example
+ * ```ts
+ * import { isLocked } from '@pglock/prisma';
+ *
+ * console.log(await isLocked(prisma, 'leaderboard'));
+ * ```
+ */
+export function isLocked(
+  prisma: PrismaRawQueryable,
+  key: LockKeyInput,
+  options?: Namespace,
+): Promise<boolean> {
+  return verbs(prisma).isLocked(key, options);
+}
+
+/**
+ * Every advisory lock in the current database with holders and waiters (`pg_locks` joined with
+ * `pg_stat_activity`).
+ *
+ * @example
+ * ```ts
+ * import { inspectLocks } from '@pglock/prisma';
+ *
+ * console.table(await inspectLocks(prisma));
+ * ```
+ */
+export function inspectLocks(prisma: PrismaRawQueryable): Promise<AdvisoryLockInfo[]> {
+  return verbs(prisma).inspectLocks();
 }

@@ -1,38 +1,8 @@
+import type { AdvisoryLocksOptions, LockOptions, TransactionSettings, WithLockOptions } from '@pglock/core';
 import type { ITXClientDenyList } from '@prisma/client/runtime/client';
 
-/**
- * The slices of Prisma Client this adapter calls, typed by those members alone (as Kysely's
- * `PostgresPool` is), so that any generated client, with or without other extensions, fits.
- */
-
-/**
- * Isolation levels Prisma accepts for a PostgreSQL interactive transaction.
- *
- * @example
- * ```ts
- * import type { PrismaIsolationLevel } from '@pglock/prisma';
- *
- * const level: PrismaIsolationLevel = 'Serializable';
- * ```
- */
-export type PrismaIsolationLevel = 'ReadUncommitted' | 'ReadCommitted' | 'RepeatableRead' | 'Serializable';
-
-/**
- * Options handed to Prisma's `$transaction`. `timeout` is what the callback gets once the lock is held
- * (Prisma's default 5000 ms); the lock wait is added to it (see the README's "Timeout budget").
- *
- * @example
- * ```ts
- * await prisma.$withLock('report', build, { timeoutMs: 30_000, transaction: { timeout: 60_000, maxWait: 5_000 } });
- * ```
- */
-export interface PrismaTransactionOptions {
-  /** Longest wait for a pooled connection before the transaction starts (Prisma's default 2000 ms). */
-  readonly maxWait?: number | undefined;
-  /** Longest time the callback may run after the lock is held (Prisma's default 5000 ms). */
-  readonly timeout?: number | undefined;
-  readonly isolationLevel?: PrismaIsolationLevel | undefined;
-}
+// The slices of Prisma Client this adapter calls, typed by those members alone (as Kysely's
+// `PostgresPool` is), so that any generated client, with or without other extensions, fits.
 
 /**
  * Anything that runs raw SQL: a Prisma client or a transaction client.
@@ -79,13 +49,17 @@ export interface PrismaClientLike extends PrismaRawQueryable {
   // Not generic: a generic member here would not match Prisma's overloaded `$transaction`.
   $transaction(
     fn: (tx: PrismaTransactionLike) => Promise<unknown>,
-    options?: { maxWait?: number; timeout?: number; isolationLevel?: PrismaIsolationLevel },
+    options?: { maxWait?: number; timeout?: number; isolationLevel?: PrismaIsolationLevelName },
   ): Promise<unknown>;
 }
 
+type PrismaIsolationLevelName = 'ReadUncommitted' | 'ReadCommitted' | 'RepeatableRead' | 'Serializable';
+
 /**
  * The transaction client `prisma.$transaction` hands its callback: the client's own type, models and
- * other extensions included, without the members Prisma denies inside a transaction.
+ * other extensions included, without the members Prisma denies inside a transaction. Type helpers
+ * that take `tx` with it: `Prisma.TransactionClient` is the unextended client's and does not fit an
+ * extended one.
  *
  * @example
  * ```ts
@@ -97,3 +71,54 @@ export interface PrismaClientLike extends PrismaRawQueryable {
  * ```
  */
 export type TxOf<C> = Omit<C, ITXClientDenyList>;
+
+/**
+ * The `transaction: { … }` settings Prisma applies: `isolationLevel` (Prisma's or PostgreSQL's
+ * names), `maxWait`, and `timeout`, the time the **callback** gets once the lock is held (the lock
+ * wait is added to Prisma's own timeout). Unset, each is the client's own `transactionOptions`.
+ *
+ * @example
+ * ```ts
+ * import type { PrismaTransactionSettings } from '@pglock/prisma';
+ *
+ * const settings: PrismaTransactionSettings = { isolationLevel: 'Serializable', timeout: 10_000 };
+ * ```
+ */
+export type PrismaTransactionSettings = Pick<TransactionSettings, 'isolationLevel' | 'maxWait' | 'timeout'>;
+
+/**
+ * Options of `$withLock` / `$tryWithLock` and `withLock` / `tryWithLock`.
+ *
+ * @example
+ * ```ts
+ * import type { PrismaWithLockOptions } from '@pglock/prisma';
+ *
+ * const options: PrismaWithLockOptions = { timeoutMs: 10_000, transaction: { timeout: 20_000 } };
+ * ```
+ */
+export type PrismaWithLockOptions = WithLockOptions<PrismaTransactionSettings>;
+
+/**
+ * Defaults of the `advisoryLocks(…)` extension: every verb's options (`namespace` included).
+ *
+ * @example
+ * ```ts
+ * import type { PrismaLocksOptions } from '@pglock/prisma';
+ *
+ * const defaults: PrismaLocksOptions = { namespace: 'shop', transaction: { isolationLevel: 'Serializable' } };
+ * ```
+ */
+export type PrismaLocksOptions = Omit<AdvisoryLocksOptions<PrismaTransactionSettings>, 'heartbeatMs'>;
+
+/**
+ * Options of `$lock`: no `signal` (in a batch transaction pglock sends no statement of its own to
+ * cancel with; `timeoutMs` bounds the wait, 2500 ms by default).
+ *
+ * @example
+ * ```ts
+ * import type { PrismaBatchLockOptions } from '@pglock/prisma';
+ *
+ * const options: PrismaBatchLockOptions = { timeoutMs: 1_000, shared: true };
+ * ```
+ */
+export type PrismaBatchLockOptions = Omit<LockOptions, 'signal'>;

@@ -1,38 +1,58 @@
-import type { AdapterHarness, AdapterInstance, Sql } from '@pglock/test-kit';
-import { inspectLocks, isLocked, lock, type PrismaRawQueryable, tryLock } from '../src/index.ts';
-import { openClient } from './open-client.ts';
+import type { AdvisoryLocksOptions } from '@pglock/core';
+import { createAdvisoryLocks } from '@pglock/core/adapter';
+import { defineHarness, type Sql } from '@pglock/test-kit';
+import { advisoryLocks, type PrismaRawQueryable, type TxOf } from '../src/index.ts';
+import { watchedPrismaPort } from '../src/prisma-port.ts';
+import { openClient, type TestClient } from './open-client.ts';
 
-// Prisma's raw queries cannot return a `void` column (P2010, "Failed to deserialize column of type
-// 'void'"), which `SELECT pg_sleep(…)` has. The statement did run and the transaction stays usable
-// (the failure is in the client, decoding the result), so the harness reports no rows for it.
+type Tx = TxOf<TestClient>;
+
 const sqlOf =
   (db: PrismaRawQueryable): Sql =>
   async (text, values = []) =>
     (await db.$queryRawUnsafe(text, ...values)) as Record<string, unknown>[];
 
+/**
+ * The kit drives `$withLock`/`$tryWithLock` of the extension, and the other verbs through the same
+ * factory the extension builds on (`$lock` refuses a signal, and there is no `$tryLock`).
+ */
+function locksVia(client: TestClient | Tx, defaults?: AdvisoryLocksOptions) {
+  const locks = createAdvisoryLocks(watchedPrismaPort, client as PrismaRawQueryable, defaults);
+  return {
+    ...locks,
+    withLock: ((target, fn, options) =>
+      client.$withLock(target, fn as never, options as never)) as typeof locks.withLock,
+    tryWithLock: ((target, fn, options) =>
+      client.$tryWithLock(target, fn as never, options as never)) as typeof locks.tryWithLock,
+  };
+}
+
 /** The conformance harness for `@pglock/prisma`: the extension on a generated client over `@prisma/adapter-pg`. */
-export const prismaHarness: AdapterHarness = {
+export const prismaHarness = defineHarness<Tx>({
   name: 'prisma (adapter-pg)',
-  capabilities: { contention: true, multiProcess: true, abort: true, countsStatements: true },
+  capabilities: {
+    contention: true,
+    multiProcess: true,
+    abort: true,
+    countsStatements: true,
+    session: false,
+    transactionSettings: ['isolationLevel', 'maxWait', 'timeout'],
+  },
   moduleUrl: import.meta.url,
   exportName: 'prismaHarness',
-  async open(url): Promise<AdapterInstance> {
-    const { prisma, count, close } = openClient(url);
+  async open(url, { max, errorListeners }) {
+    const { base, prisma, count, close } = openClient(url, { max, errorListeners });
     return {
-      withLock: (target, fn, options) => prisma.$withLock(target, (tx) => fn(sqlOf(tx)), options),
-      tryWithLock: (target, fn, options) => prisma.$tryWithLock(target, (tx) => fn(sqlOf(tx)), options),
-      transaction: (fn) =>
-        prisma.$transaction((tx) =>
-          fn({
-            sql: sqlOf(tx),
-            lock: (target, options) => lock(tx, target, options),
-            tryLock: (target, options) => tryLock(tx, target, options),
-          }),
-        ),
-      isLocked: (key, options) => isLocked(prisma, key, options),
-      inspectLocks: () => inspectLocks(prisma),
+      db: prisma,
+      advisoryLocks: (defaults) => {
+        const client = defaults === undefined ? prisma : base.$extends(advisoryLocks(defaults as never));
+        return locksVia(client as TestClient, defaults) as never;
+      },
+      locksOn: (tx) => locksVia(tx) as never,
+      sql: (tx) => sqlOf(tx as PrismaRawQueryable),
+      transaction: (fn) => prisma.$transaction((tx) => fn(tx)),
       statementCount: count,
       close,
     };
   },
-};
+});

@@ -68,10 +68,43 @@ describe('the extension on a generated client', () => {
       signal: AbortSignal.timeout(5_000),
       transaction: { maxWait: 1_000, timeout: 10_000, isolationLevel: 'Serializable' },
     });
-    // @ts-expect-error Prisma's isolation level names
+    // Prisma's names and PostgreSQL's are both accepted; others are not.
     void prisma.$withLock('k', async () => 1, { transaction: { isolationLevel: 'serializable' } });
+    // @ts-expect-error not an isolation level
+    void prisma.$withLock('k', async () => 1, { transaction: { isolationLevel: 'SERIALIZABLE' } });
+    // @ts-expect-error Prisma cannot open a read-only transaction
+    void prisma.$withLock('k', async () => 1, { transaction: { accessMode: 'read only' } });
     // @ts-expect-error keys are names, numbers, bigints, pairs or arrays of them
     void prisma.$withLock({ nope: true }, async () => 1);
+  });
+});
+
+describe('$lock in a batch transaction', () => {
+  it('is a PrismaPromise<void>: the batch result keeps the other queries’ types', () => {
+    const batch = prisma.$transaction([prisma.$lock('k', { timeoutMs: 500 }), prisma.account.findMany()]);
+    expectTypeOf(batch).toEqualTypeOf<Promise<[void, Account[]]>>();
+    void prisma.$transaction([prisma.$lock(['a', { pair: [1, 2] }], { shared: true })], {
+      isolationLevel: 'Serializable',
+    });
+  });
+
+  it('takes no signal (nothing could cancel it there), and is awaited on tx as lock(tx)', () => {
+    // @ts-expect-error no signal in a batch
+    void prisma.$lock('k', { signal: AbortSignal.timeout(1) });
+    void prisma.$transaction(async (tx) => {
+      expectTypeOf(tx.$lock('k')).toMatchTypeOf<Promise<void>>();
+    });
+  });
+});
+
+describe('tx helpers: TxOf<typeof prisma>', () => {
+  it('types a helper taking the extended transaction client (Prisma.TransactionClient does not fit)', () => {
+    async function debit(tx: TxOf<typeof prisma>, id: number) {
+      await tx.account.update({ where: { id }, data: { balance: { decrement: 10 } } });
+      return tx.$hello();
+    }
+    void prisma.$withLock('k', (tx) => debit(tx, 1));
+    void prisma.$transaction((tx) => debit(tx, 1));
   });
 });
 
