@@ -1,44 +1,30 @@
-import type {
-  AdvisoryLockInfo,
-  AdvisoryLocks,
-  AdvisoryLocksOptions,
-  LeaderCampaign,
-  LeaderOptions,
-  LockKeyInput,
-  LockOptions,
-  LockTarget,
-  RunOnceContext,
-  RunOnceOptions,
-  RunOnceResult,
-  SessionAdvisoryLocks,
-  SessionLock,
-  SessionLockOptions,
-  TransactionSettings,
-  TryResult,
-  WithLockOptions,
-} from '@pglock/core';
+import type * as core from '@pglock/core';
 import { createAdvisoryLocks, lockVerbs } from '@pglock/core/adapter';
 import { pgPort } from './pg-port.ts';
 import type { ClientOf, PgClientLike, PgPoolLike, PgQueryable, PgTransactionClient } from './pg-types.ts';
 
+type Target = core.LockTarget;
+type Options = core.LockOptions;
+type SessionOptions = core.SessionLockOptions;
+type Settings = PgTransactionSettings;
+type Pool = PgPoolLike;
+type Tx = PgTransactionClient;
+type Context = core.RunOnceContext;
+
 /** The transaction settings node-postgres's `BEGIN` takes. */
-export type PgTransactionSettings = Pick<TransactionSettings, 'isolationLevel' | 'accessMode' | 'deferrable'>;
+export type PgTransactionSettings = Omit<core.TransactionSettings, 'timeout' | 'maxWait'>;
 
 /** Options of `withLock` / `tryWithLock` on node-postgres. */
-export type PgWithLockOptions = WithLockOptions<PgTransactionSettings>;
+export type PgWithLockOptions = core.WithLockOptions<Settings>;
 
 /** Options of `runOnce` on node-postgres. */
-export type PgRunOnceOptions = RunOnceOptions<PgTransactionSettings>;
+export type PgRunOnceOptions = core.RunOnceOptions<Settings>;
 
 /** The verbs bound to one pool (session locks included) or one client. */
-export type PgAdvisoryLocks<C extends PgClientLike = PgClientLike> = AdvisoryLocks<
-  C,
-  PgTransactionClient,
-  PgTransactionSettings
-> &
-  SessionAdvisoryLocks;
+export type PgAdvisoryLocks<C extends PgClientLike = PgClientLike> = core.AdvisoryLocks<C, Tx, Settings> &
+  core.SessionAdvisoryLocks;
 
-const verbs = lockVerbs<PgQueryable, PgClientLike, PgTransactionClient, PgTransactionSettings>(pgPort);
+const verbs = lockVerbs<PgQueryable, PgClientLike, Tx, Settings>(pgPort);
 
 /**
  * Binds every verb to a `pg.Pool` (or one `pg.Client`) and default options. Per-call options
@@ -59,7 +45,7 @@ const verbs = lockVerbs<PgQueryable, PgClientLike, PgTransactionClient, PgTransa
  */
 export function advisoryLocks<D extends PgQueryable>(
   db: D,
-  defaults?: AdvisoryLocksOptions<PgTransactionSettings>,
+  defaults?: core.AdvisoryLocksOptions<Settings>,
 ): PgAdvisoryLocks<ClientOf<D>> {
   return createAdvisoryLocks(pgPort, db, defaults) as PgAdvisoryLocks<ClientOf<D>>;
 }
@@ -80,7 +66,7 @@ export function advisoryLocks<D extends PgQueryable>(
  */
 export function withLock<D extends PgQueryable, T>(
   db: D,
-  target: LockTarget,
+  target: Target,
   fn: (client: ClientOf<D>) => Promise<T>,
   options?: PgWithLockOptions,
 ): Promise<T> {
@@ -101,10 +87,10 @@ export function withLock<D extends PgQueryable, T>(
  */
 export function tryWithLock<D extends PgQueryable, T>(
   db: D,
-  target: LockTarget,
+  target: Target,
   fn: (client: ClientOf<D>) => Promise<T>,
   options?: PgWithLockOptions,
-): Promise<TryResult<T>> {
+): Promise<core.TryResult<T>> {
   return verbs(db).tryWithLock(target, fn as (client: PgClientLike) => Promise<T>, options);
 }
 
@@ -123,7 +109,7 @@ export function tryWithLock<D extends PgQueryable, T>(
  * client.release();
  * ```
  */
-export function lock(client: PgTransactionClient, target: LockTarget, options?: LockOptions): Promise<void> {
+export function lock(client: Tx, target: Target, options?: Options): Promise<void> {
   return verbs(client).lock(client, target, options);
 }
 
@@ -138,7 +124,7 @@ export function lock(client: PgTransactionClient, target: LockTarget, options?: 
  * if (await tryLock(client, 'report')) await buildReport(client);
  * ```
  */
-export function tryLock(client: PgTransactionClient, target: LockTarget, options?: LockOptions): Promise<boolean> {
+export function tryLock(client: Tx, target: Target, options?: Options): Promise<boolean> {
   return verbs(client).tryLock(client, target, options);
 }
 
@@ -152,7 +138,11 @@ export function tryLock(client: PgTransactionClient, target: LockTarget, options
  * console.log(await isLocked(pool, 'nightly-job'));
  * ```
  */
-export function isLocked(db: PgQueryable, key: LockKeyInput, options?: Pick<LockOptions, 'namespace'>): Promise<boolean> {
+export function isLocked(
+  db: PgQueryable,
+  key: core.LockKeyInput,
+  options?: Pick<Options, 'namespace'>,
+): Promise<boolean> {
   return verbs(db).isLocked(key, options);
 }
 
@@ -166,7 +156,7 @@ export function isLocked(db: PgQueryable, key: LockKeyInput, options?: Pick<Lock
  * console.table(await inspectLocks(pool));
  * ```
  */
-export function inspectLocks(db: PgQueryable): Promise<AdvisoryLockInfo[]> {
+export function inspectLocks(db: PgQueryable): Promise<core.AdvisoryLockInfo[]> {
   return verbs(db).inspectLocks();
 }
 
@@ -183,7 +173,11 @@ export function inspectLocks(db: PgQueryable): Promise<AdvisoryLockInfo[]> {
  * while (!leader.signal.aborted) await runSchedulerTick();
  * ```
  */
-export function acquireSessionLock(pool: PgPoolLike, target: LockTarget, options?: SessionLockOptions): Promise<SessionLock> {
+export function acquireSessionLock(
+  pool: Pool,
+  target: Target,
+  options?: SessionOptions,
+): Promise<core.SessionLock> {
   return verbs(pool).acquireSessionLock(target, options);
 }
 
@@ -200,10 +194,10 @@ export function acquireSessionLock(pool: PgPoolLike, target: LockTarget, options
  * ```
  */
 export function tryAcquireSessionLock(
-  pool: PgPoolLike,
-  target: LockTarget,
-  options?: SessionLockOptions,
-): Promise<SessionLock | undefined> {
+  pool: Pool,
+  target: Target,
+  options?: SessionOptions,
+): Promise<core.SessionLock | undefined> {
   return verbs(pool).tryAcquireSessionLock(target, options);
 }
 
@@ -224,10 +218,10 @@ export function tryAcquireSessionLock(
  * ```
  */
 export function withSessionLock<T>(
-  pool: PgPoolLike,
-  target: LockTarget,
+  pool: Pool,
+  target: Target,
   fn: (signal: AbortSignal) => Promise<T>,
-  options?: SessionLockOptions,
+  options?: SessionOptions,
 ): Promise<T> {
   return verbs(pool).withSessionLock(target, fn, options);
 }
@@ -254,9 +248,9 @@ export function runOnce<D extends PgQueryable, T>(
   db: D,
   name: string,
   options: PgRunOnceOptions,
-  fn: (client: ClientOf<D>, run: RunOnceContext) => Promise<T>,
-): Promise<RunOnceResult<T>> {
-  return verbs(db).runOnce(name, options, fn as (client: PgClientLike, run: RunOnceContext) => Promise<T>);
+  fn: (client: ClientOf<D>, run: Context) => Promise<T>,
+): Promise<core.RunOnceResult<T>> {
+  return verbs(db).runOnce(name, options, fn as (client: PgClientLike, run: Context) => Promise<T>);
 }
 
 /**
@@ -277,6 +271,6 @@ export function runOnce<D extends PgQueryable, T>(
  * process.once('SIGTERM', () => void campaign.stop());
  * ```
  */
-export function leader(pool: PgPoolLike, name: string, options: LeaderOptions): LeaderCampaign {
+export function leader(pool: Pool, name: string, options: core.LeaderOptions): core.LeaderCampaign {
   return verbs(pool).leader(name, options);
 }

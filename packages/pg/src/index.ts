@@ -5,30 +5,5 @@
  */
 
 export * from '@pglock/core';
-export {
-  acquireSessionLock,
-  advisoryLocks,
-  inspectLocks,
-  isLocked,
-  leader,
-  lock,
-  type PgAdvisoryLocks,
-  type PgRunOnceOptions,
-  type PgTransactionSettings,
-  type PgWithLockOptions,
-  runOnce,
-  tryAcquireSessionLock,
-  tryLock,
-  tryWithLock,
-  withLock,
-  withSessionLock,
-} from './advisory-locks.ts';
-export type {
-  ClientOf,
-  PgClientLike,
-  PgPoolClientLike,
-  PgPoolLike,
-  PgQueryable,
-  PgQueryResultLike,
-  PgTransactionClient,
-} from './pg-types.ts';
+export * from './advisory-locks.ts';
+export type * from './pg-types.ts';

@@ -1,3 +1,4 @@
+import { LockUsageError, TransactionRolledBackError } from '@pglock/core';
 import {
   beginText,
   type ControlConnection,
@@ -6,8 +7,7 @@ import {
   type PortConnection,
   sendCancelRequest,
 } from '@pglock/core/adapter';
-import { LockUsageError, TransactionRolledBackError } from '@pglock/core';
-import { isPool, type PgClientLike, type PgPoolClientLike, type PgPoolLike, type PgQueryable } from './pg-types.ts';
+import { isPool, type PgClientLike, type PgPoolClientLike, type PgQueryable } from './pg-types.ts';
 
 const STATUS = { I: 'idle', T: 'transaction', E: 'failed' } as const;
 
@@ -33,14 +33,18 @@ function connectionOf(client: PgClientLike): PortConnection {
 // A lone client runs one transaction at a time; a second withLock on it would interleave.
 const busyClients = new WeakSet<PgClientLike>();
 
-function isClient(handle: unknown): handle is PgClientLike {
-  return (
-    typeof handle === 'object' &&
-    handle !== null &&
-    typeof (handle as PgClientLike).query === 'function' &&
-    !isPool(handle as PgQueryable)
-  );
+function claim(client: PgClientLike): PgClientLike {
+  if (busyClients.has(client)) {
+    throw new LockUsageError(
+      'withLock: this pg.Client is already running a withLock transaction; pass a pg.Pool for concurrent calls, or lock inside the running callback.',
+    );
+  }
+  busyClients.add(client);
+  return client;
 }
+
+const isClient = (handle: unknown): handle is PgClientLike =>
+  typeof (handle as PgClientLike | null)?.query === 'function' && !isPool(handle as PgQueryable);
 
 /**
  * pglock's port for node-postgres: a transaction is BEGIN … COMMIT on one checked-out client (or the
@@ -60,15 +64,7 @@ export const pgPort: LockPort<PgQueryable, PgClientLike> = {
   },
   async transaction(db, request, body) {
     const pooled = isPool(db) ? await db.connect() : undefined;
-    const client = pooled ?? (db as PgClientLike);
-    if (!pooled) {
-      if (busyClients.has(client)) {
-        throw new LockUsageError(
-          'withLock: this pg.Client is already running a withLock transaction; pass a pg.Pool for concurrent calls, or lock inside the running callback.',
-        );
-      }
-      busyClients.add(client);
-    }
+    const client = pooled ?? claim(db as PgClientLike);
     // pg-pool takes its idle 'error' listener off a checked-out client, so a backend terminated while
     // the callback runs no statement would crash the process; keep the error for the next statement.
     let lost: Error | undefined;
@@ -77,28 +73,18 @@ export const pgPort: LockPort<PgQueryable, PgClientLike> = {
     };
     client.on('error', onError);
     let broken: Error | undefined;
+    const rollBackAndThrow = async (error: unknown): Promise<never> => {
+      await client.query('ROLLBACK').catch((rollbackError: Error) => {
+        broken = rollbackError;
+      });
+      throw error;
+    };
     try {
       await client.query(beginText(request.settings));
-      let result: Awaited<ReturnType<typeof body>>;
-      try {
-        result = await body(client, connectionOf(client));
-      } catch (error) {
-        await client.query('ROLLBACK').catch((rollbackError: Error) => {
-          broken = rollbackError;
-        });
-        throw error;
-      }
-      let committed: { command?: unknown };
-      try {
-        committed = (await client.query('COMMIT')) as { command?: unknown };
-      } catch (commitError) {
-        await client.query('ROLLBACK').catch((rollbackError: Error) => {
-          broken = rollbackError;
-        });
-        // "Client has encountered a connection error and is not queryable" hides why: say it.
-        throw lost ?? commitError;
-      }
-      if (committed.command === 'ROLLBACK') {
+      const result = await body(client, connectionOf(client)).catch(rollBackAndThrow);
+      // "Client has encountered a connection error and is not queryable" hides why: say it.
+      const committed = await client.query('COMMIT').catch((error) => rollBackAndThrow(lost ?? error));
+      if ((committed as { command?: unknown }).command === 'ROLLBACK') {
         throw new TransactionRolledBackError(
           'withLock: PostgreSQL answered the COMMIT with ROLLBACK (a statement in the transaction had failed): nothing the callback wrote was saved.',
         );
@@ -112,9 +98,7 @@ export const pgPort: LockPort<PgQueryable, PgClientLike> = {
       if (!broken || !pooled) client.removeListener('error', onError);
     }
   },
-  async query(db, s) {
-    return (await db.query(s.text, s.values as string[])).rows;
-  },
+  query: (db, s) => db.query(s.text, s.values as string[]).then(rowsOf),
   cancellation: () => 'connection',
   async controlConnection(db): Promise<ControlConnection> {
     if (!isPool(db) || typeof db.Client !== 'function') {
@@ -124,7 +108,7 @@ export const pgPort: LockPort<PgQueryable, PgClientLike> = {
     client.on('error', () => undefined);
     await client.connect();
     return {
-      query: async (s) => (await client.query(s.text, s.values as string[])).rows,
+      query: (s) => client.query(s.text, s.values as string[]).then(rowsOf),
       release: () => client.end().catch(() => undefined),
     };
   },
@@ -137,22 +121,16 @@ export const pgPort: LockPort<PgQueryable, PgClientLike> = {
     const client: PgPoolClientLike = await db.connect();
     const onError = (error: Error): void => onDeath(error);
     const onEnd = (): void => onDeath(new Error('the connection ended'));
-    client.on('error', onError);
-    client.on('end', onEnd);
-    const connection = connectionOf(client);
+    client.on('error', onError).on('end', onEnd);
     return {
-      ...connection,
+      ...connectionOf(client),
       processID: typeof client.processID === 'number' ? client.processID : undefined,
       heartbeatOn: 'pinned',
       release(state, cause) {
         client.removeListener('end', onEnd);
-        if (state === 'clean') {
-          client.removeListener('error', onError);
-          client.release();
-          return;
-        }
-        // Destroyed, never handed back; its error listener stays for whatever the teardown reports.
-        client.release(cause ?? true);
+        // A destroyed client keeps its error listener for whatever its teardown reports.
+        if (state === 'clean') client.removeListener('error', onError);
+        client.release(state === 'clean' ? false : (cause ?? true));
       },
     };
   },

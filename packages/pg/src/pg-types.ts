@@ -9,8 +9,8 @@ export interface PgQueryResultLike {
 /** A connected client: `pg.Client`, or a `pg.PoolClient` checked out of a pool. */
 export interface PgClientLike {
   query(text: string, values?: unknown[]): Promise<PgQueryResultLike>;
-  on(event: 'error', listener: (error: Error) => void): unknown;
-  on(event: 'end', listener: () => void): unknown;
+  on(event: 'error', listener: (error: Error) => void): this;
+  on(event: 'end', listener: () => void): this;
   removeListener(event: 'error', listener: (error: Error) => void): unknown;
   removeListener(event: 'end', listener: () => void): unknown;
   /** Used for protocol-level cancellation of a wait (node-postgres sets them after connecting). */
@@ -44,7 +44,9 @@ export interface PgPoolLike {
   /** The pool's settings; a control connection (cancel, pooler check) is opened with them, outside the pool. */
   readonly options?: object;
   /** The client class the pool creates (pg-pool keeps it), used for that control connection. */
-  readonly Client?: new (config?: object) => PgStandaloneClient;
+  readonly Client?: new (
+    config?: object,
+  ) => PgStandaloneClient;
 }
 
 /** A client of one's own: connected and ended by pglock (the control connection). */
