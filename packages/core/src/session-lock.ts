@@ -64,7 +64,7 @@ const DEFAULT_HEARTBEAT_MS = 1_000;
 const MIN_CONTROL_CHECK_MS = 2_000;
 const PROBE_TIMEOUT_MS = 2_000;
 /** Looks of the pooler check (two round trips each, only through a pooler). */
-const PROBE_ROUNDS = 5;
+const PROBE_ROUNDS = 8;
 
 const identify = statementText(
   'SELECT pg_backend_pid() AS pid, floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint::text AS since',
@@ -206,12 +206,15 @@ async function assertStableBackend<Db>(
     try {
       control = await within(open(db), PROBE_TIMEOUT_MS, 'no second connection', (late) => late.release());
       // One look can miss a transaction-mode pooler when other clients take the backend in between
-      // (two instances probing at once were both let through); a session-mode pooler passes every
-      // round, a transaction-mode one fails one of a few as soon as its last-used backend is idle.
+      // (two instances probing at once were both let through). A session-mode pooler passes every
+      // round; a transaction-mode one hands the control connection our backend (the one it used
+      // last) or moves our statement elsewhere as soon as it is idle. Jitter between rounds keeps
+      // two probers from falling into a lockstep that hides it.
       let stable = true;
       for (let round = 0; round < PROBE_ROUNDS && stable; round++) {
-        const [other] = await control.query(backendPidStatement);
+        if (round > 0) await new Promise((resolve) => setTimeout(resolve, Math.random() * 3));
         const [again] = await pinned.query(backendPidStatement);
+        const [other] = await control.query(backendPidStatement);
         stable = Number(cell(again ?? {}, 'pid')) === pid && Number(cell(other ?? {}, 'pid')) !== pid;
       }
       if (stable) return;

@@ -249,8 +249,12 @@ async function assertNotFailed<Db, Tx>(
       cause = error;
     }
   }
+  throw rolledBackError(request, verb, savepoint, cause);
+}
+
+function rolledBackError(request: LockRequest, verb: string, savepoint: boolean, cause: unknown): TransactionRolledBackError {
   const what = savepoint ? 'rolled back to its savepoint' : 'rolled back';
-  throw new TransactionRolledBackError(
+  return new TransactionRolledBackError(
     `${verb}: the callback under the ${describeKeys(request)} resolved, but a statement in its transaction had failed, so PostgreSQL would not commit it: the transaction was ${what} and nothing it wrote was saved. Let the statement's error leave the callback, or wrap the statement that may fail in a nested ${verb} (a savepoint).`,
     { keys: request.keys, cause },
   );
@@ -321,7 +325,19 @@ async function nested<Db, Tx, T>(
       await connection.query(release).catch(() => undefined);
       throw error;
     }
-    await connection.query(release);
+    try {
+      await connection.query(release);
+    } catch (error) {
+      // The driver's status can lag behind a failure the callback caught (node-postgres settles the
+      // failed query before the ReadyForQuery that carries the status, which can come in a later
+      // read), so the check above passed and RELEASE failed in the aborted transaction. Roll back
+      // to the savepoint as for any failed nested callback, so the outer transaction goes on
+      // (found by the kit's nested rolled-back test under load).
+      await connection.query(rollback).catch(() => undefined);
+      await connection.query(release).catch(() => undefined);
+      if (sqlStateOf(error) === SqlState.inFailedTransaction) throw rolledBackError(request, verb, true, error);
+      throw error;
+    }
     return attempt ? { acquired: true, value } : value;
   } finally {
     outer.busy = false;

@@ -123,6 +123,27 @@ export function outcome<T>(
   );
 }
 
+/**
+ * Records what would crash an app's process (an uncaught exception, such as an `'error'` event no
+ * one listens for, or an unhandled rejection) from now until `stop()`, which returns them. Vitest
+ * reports these too, but only for the whole run; a test that watches fails itself.
+ */
+export function watchCrashes(): { stop(): unknown[] } {
+  const seen: unknown[] = [];
+  const record = (error: unknown): void => {
+    seen.push(error);
+  };
+  process.on('uncaughtException', record);
+  process.on('unhandledRejection', record);
+  return {
+    stop() {
+      process.off('uncaughtException', record);
+      process.off('unhandledRejection', record);
+      return seen;
+    },
+  };
+}
+
 /** Resolves after `ms`. */
 export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));

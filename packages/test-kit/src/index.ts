@@ -1,8 +1,20 @@
-export { Backdoor } from './backdoor.ts';
+export { Backdoor, type BackdoorKey } from './backdoor.ts';
 export { Child } from './child.ts';
 export { type ConformanceOptions, runConformance, suites } from './conformance.ts';
-export { deferred, type HeldLock, holdLock, pidOf, type SuiteContext, useSuiteContext } from './context.ts';
-export { countingPool } from './counting-pool.ts';
+export {
+  deferred,
+  type HeldLock,
+  holdLock,
+  outcome,
+  type PgBouncerUrls,
+  pidOf,
+  type SuiteContext,
+  type SuiteOpenOptions,
+  settlesWithin,
+  sleep,
+  useSuiteContext,
+} from './context.ts';
+export { type CountingPool, type CountingPoolOptions, countingPool } from './counting-pool.ts';
 export { type EmbeddedServer, freePort, startEmbeddedServer } from './embedded-server.ts';
 export { type LockTestFixtures, useLockTestFixtures } from './fixtures.ts';
 export {
