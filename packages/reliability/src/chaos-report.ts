@@ -49,6 +49,9 @@ export function formatChaos(result: ChaosResult): string {
     `violations ${result.violations.length}, hung ${result.hung}, crashed ${result.crashes.length} (unexpected ${unexpectedCrashes(result).length})`,
   ];
   for (const hang of result.hungAdapters) lines.push(`  HUNG ${hang}`);
+  if (result.slowStarts.length > 0) {
+    lines.push(`  still starting at the end (never in a call, not a hang): ${result.slowStarts.join(', ')}`);
+  }
   for (const violation of result.violations.slice(0, 20)) {
     lines.push(`  VIOLATION ${violation.kind} on ${violation.key}: ${violation.detail}`);
   }

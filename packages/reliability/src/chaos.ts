@@ -48,6 +48,8 @@ export interface ChaosResult extends HistoryReport, WorkerStats {
   readonly hung: number;
   /** The hung workers: subject, lane and the end of their stderr. */
   readonly hungAdapters: readonly string[];
+  /** Respawned workers still starting (importing their ORM) at the end: killed, never in a call. */
+  readonly slowStarts: readonly string[];
   /** Worker exits the controller did not cause (an uncaught error), each with its verdict. */
   readonly crashes: readonly ChaosCrash[];
   /** Per subject and lane (`kysely-pg`, `kysely-pg via pgbouncer`): sections completed. */
@@ -83,6 +85,9 @@ interface Slot {
   ready: boolean;
   killedByUs: boolean;
   stderr: string;
+  /** When the current process was spawned, and when it last reported (ms since the epoch). */
+  spawnedAt: number;
+  heardAt: number;
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -157,6 +162,8 @@ async function drive(
     ready: false,
     killedByUs: false,
     stderr: '',
+    spawnedAt: 0,
+    heardAt: 0,
   });
   const slots: Slot[] = [
     ...Array.from({ length: count }, (_, i) => slot(i, 'direct', url)),
@@ -169,6 +176,7 @@ async function drive(
     slot.killedByUs = false;
     slot.ready = false;
     slot.stderr = '';
+    slot.spawnedAt = slot.heardAt = Date.now();
     const child = spawn(
       process.execPath,
       [
@@ -189,6 +197,7 @@ async function drive(
     });
     createInterface({ input: child.stdout! }).on('line', (line) => {
       const event = parse(line);
+      slot.heardAt = Date.now();
       if (event?.event === 'stats' || event?.event === 'done') slot.current = statsOf(event);
       if (event?.event === 'ready') slot.ready = true;
       if (event?.event === 'done') slot.done = true;
@@ -198,7 +207,8 @@ async function drive(
         child.once('exit', (code, signal) => {
           if (!slot.killedByUs && code !== 0)
             crashes.push(verdict(label(slot), `exit ${code ?? signal}: ${slot.stderr}`));
-          if (!slot.done && Date.now() < deadline - 500) setTimeout(() => spawnWorker(slot), 50);
+          // A worker started in the last seconds would spend them importing its ORM: not worth it.
+          if (!slot.done && Date.now() < deadline - 3_000) setTimeout(() => spawnWorker(slot), 50);
           resolve();
         }),
       ),
@@ -251,7 +261,8 @@ async function drive(
   }
   log(`chaos: faults stopped after ${((Date.now() - started) / 1000).toFixed(1)} s; waiting for workers`);
 
-  const hungAdapters = await waitForWorkers(slots, exits, deadline + 20_000);
+  const slowStarts: string[] = [];
+  const hungAdapters = await waitForWorkers(slots, exits, deadline, deadline + 20_000, slowStarts);
   // The pooler keeps its server connections: once the workers are gone they must hold nothing.
   const poolerPids = typeof lane === 'string' ? [] : await lane.serverPids();
   await waitForBackends(db, poolerPids);
@@ -292,6 +303,7 @@ async function drive(
     terminations,
     hung: hungAdapters.length,
     hungAdapters,
+    slowStarts,
     crashes,
     byAdapter,
     pooler: typeof lane === 'string' ? { skipped: lane } : { processes: pooled },
@@ -318,7 +330,9 @@ function verdict(adapter: string, stderr: string): ChaosCrash {
 async function waitForWorkers(
   slots: readonly Slot[],
   exits: Promise<void>[],
+  deadline: number,
   until: number,
+  slowStarts: string[],
 ): Promise<string[]> {
   while (Date.now() < until) {
     const running = slots.filter(
@@ -330,9 +344,18 @@ async function waitForWorkers(
   const hung: string[] = [];
   for (const slot of slots) {
     if (slot.child && slot.child.exitCode === null && slot.child.signalCode === null) {
-      hung.push(`${label(slot)} (${slot.done ? 'after' : 'before'} done: ${slot.stderr.trim().slice(-300)})`);
       slot.killedByUs = true;
       slot.child.kill('SIGKILL');
+      // Still importing its ORM (a respawn on a loaded machine): it never made a call to hang in.
+      if (!slot.ready) {
+        slowStarts.push(label(slot));
+        continue;
+      }
+      const at = (time: number) => `${((time - deadline) / 1_000).toFixed(1)} s`;
+      const state = slot.done ? 'after its last call' : 'in a call';
+      hung.push(
+        `${label(slot)} (${state}; spawned at ${at(slot.spawnedAt)}, last heard at ${at(slot.heardAt)} from the deadline: ${slot.stderr.trim().slice(-300)})`,
+      );
     }
   }
   await Promise.all(exits);

@@ -60,8 +60,15 @@ describe.each(subjects)('holder backend terminated (pg_terminate_backend), $name
   });
   afterAll(() => subject?.close());
 
-  it.each(['running JavaScript', 'running a statement'] as const)(
-    'withLock rejects with the server error while %s, never resolves, and the process survives',
+  // Kysely on postgres.js writes its own ROLLBACK to the dead reserved connection, and postgres.js 3.4.9
+  // throws that write from a timer: the process dies whatever the lock library does
+  // (porsager/postgres #1208; docs/reliability.md has the patch that fixes it).
+  const ormCrash =
+    definition.name === 'kysely-postgres-js'
+      ? "Kysely's own ROLLBACK on the dead connection crashes postgres.js 3.4.9 (porsager/postgres #1208)"
+      : undefined;
+  it.skipIf(ormCrash).each(['running JavaScript', 'running a statement'] as const)(
+    `withLock rejects with the server error while %s, never resolves, and the process survives${ormCrash ? ` (skipped: ${ormCrash})` : ''}`,
     async (during) => {
       const { name, key } = unique(`terminate-${definition.name}`);
       let pid = 0;
@@ -179,7 +186,25 @@ describe('pool exhaustion', () => {
     expect(pool.waitingCount).toBe(0);
   });
 
-  it("20 callers of 20 held keys on a pool of 2: the pool's connectionTimeoutMillis bounds the wait for a connection", async () => {
+  it('20 callers of 20 held keys on a pool of 2: timeoutMs bounds the wait for a pooled connection too', async () => {
+    const names = Array.from({ length: 20 }, (_, i) => unique(`exhaustion-keys-${i}`).name);
+    const holder = await acquireSessionLock(newPool(), names);
+    const pool = newPool({ max: 2 });
+    const started = performance.now();
+    const outcomes = await Promise.all(
+      names.map((name) => timed(withLock(pool, name, async () => 'ran', { timeoutMs: 300 }))),
+    );
+    await holder.release();
+    expect(outcomes.filter((o) => LockNotAcquiredError.is(o.error))).toHaveLength(20);
+    // One after the other, two at a time, would take 10 × 300 ms.
+    measured(
+      'pool of 2, 20 callers of 20 held keys (timeoutMs 300) -> all settled',
+      performance.now() - started,
+    );
+    expect(Math.max(...outcomes.map((o) => o.ms))).toBeLessThan(2_500);
+  });
+
+  it("with the pool's connectionTimeoutMillis below timeoutMs, the pool's own error comes first", async () => {
     const names = Array.from({ length: 20 }, (_, i) => unique(`exhaustion-queue-${i}`).name);
     const holder = await acquireSessionLock(newPool(), names);
     const pool = newPool({ max: 2, connectionTimeoutMillis: 100 });
@@ -187,7 +212,6 @@ describe('pool exhaustion', () => {
       names.map((name) => timed(withLock(pool, name, async () => 'ran', { timeoutMs: 300 }))),
     );
     await holder.release();
-    expect(outcomes.every((o) => o.error !== undefined)).toBe(true);
     // Two callers got a connection and waited out their timeoutMs on the server; the rest never got one.
     expect(outcomes.filter((o) => LockNotAcquiredError.is(o.error))).toHaveLength(2);
     const queued = outcomes.filter((o) => !LockNotAcquiredError.is(o.error));
