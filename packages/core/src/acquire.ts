@@ -1,5 +1,6 @@
 import { silentTrace, type Trace } from './diagnostics.ts';
 import { AdvisoryLockError, LockAbortedError, LockDeadlockError } from './errors.ts';
+import type { LockKey } from './lock-key.ts';
 import type { LockRequest } from './lock-options.ts';
 import type { PortConnection } from './lock-port.ts';
 import {
@@ -50,8 +51,25 @@ const releaseSavepoint = statementText('RELEASE SAVEPOINT pglock_try').bind([]);
  */
 export function acquire(a: Acquisition): Promise<boolean> {
   // Nobody listens: no trace to report, so no async layer around the statements.
-  if (a.trace === silentTrace) return a.request.timeoutMs === 0 ? attempt(a) : wait(a);
-  return traced(a);
+  if (a.trace !== silentTrace) return traced(a);
+  if (a.request.timeoutMs === 0) return attempt(a);
+  return a.request.keys.length === 1 && a.deadline === undefined && a.cancel === undefined
+    ? waitOne(a)
+    : wait(a);
+}
+
+const granted = (): true => true;
+
+/** The common wait, one key without a bound or a signal: its one statement, then `true` or {@link waitFailed}. */
+function waitOne(a: Acquisition): Promise<boolean> {
+  const stmt = waitStatement(a.request.keys, a.scope, a.request.shared);
+  let pending: Promise<unknown>;
+  try {
+    pending = a.connection.query(stmt);
+  } catch (error) {
+    return waitFailed(a, true, error, false);
+  }
+  return pending.then(granted, (error: unknown) => waitFailed(a, true, error, false));
 }
 
 async function traced(a: Acquisition): Promise<boolean> {
@@ -79,8 +97,11 @@ export function budgetLeft(deadline: number): number {
 
 async function wait(a: Acquisition): Promise<boolean> {
   const { request, connection, scope, deadline } = a;
-  const spaces = request.keys.length === 1 ? [request.keys] : keysBySpace(request.keys);
-  for (const keys of spaces) {
+  // One key is one lock space: no split, no array for it.
+  const spaces = request.keys.length === 1 ? undefined : keysBySpace(request.keys);
+  const count = spaces === undefined ? 1 : spaces.length;
+  for (let space = 0; space < count; space++) {
+    const keys = spaces === undefined ? request.keys : (spaces[space] as readonly LockKey[]);
     let stmt: Statement;
     if (deadline === undefined) {
       stmt = waitStatement(keys, scope, request.shared);
@@ -112,30 +133,44 @@ async function wait(a: Acquisition): Promise<boolean> {
       }
     }
     if (!failed && !aborted) continue;
-    if (failure !== undefined && !aborted && scope === 'session' && sqlStateOf(failure) === undefined) {
-      // The connection itself failed: nothing more may be written to it.
-      throw connectionFailed(a, failure, aborted);
-    }
-    try {
-      await cleanUp(a);
-    } catch (error) {
-      throw queryFailed(request, a.verb, 'releasing', error);
-    }
-    if (aborted) {
-      const held = !failed && scope === 'transaction' && !a.ownsTransaction;
-      throw abortedError(request, a.verb, request.signal?.reason, failure, held);
-    }
-    const state = sqlStateOf(failure);
-    if (state === SqlState.lockNotAvailable) return false;
-    if (state === SqlState.deadlockDetected) {
-      throw new LockDeadlockError(
-        `${a.verb}: PostgreSQL detected a deadlock while waiting for the ${describeKeys(request)}; another session holds a lock this one waits for and waits for one this one holds. Take nested locks in one order, or pass all keys to one call.`,
-        { keys: request.keys, cause: failure },
-      );
-    }
-    throw queryFailed(request, a.verb, 'locking', failure);
+    return waitFailed(a, failed, failure, aborted);
   }
   return true;
+}
+
+/**
+ * After a lock statement failed (`failed`, with `failure`) or its signal fired (`aborted`): session locks taken
+ * part-way are released, and the outcome is `false` for a bound that ran out (55P03), else an error.
+ */
+async function waitFailed(
+  a: Acquisition,
+  failed: boolean,
+  failure: unknown,
+  aborted: boolean,
+): Promise<false> {
+  const { request, scope } = a;
+  if (failure !== undefined && !aborted && scope === 'session' && sqlStateOf(failure) === undefined) {
+    // The connection itself failed: nothing more may be written to it.
+    throw connectionFailed(a, failure, aborted);
+  }
+  try {
+    await cleanUp(a);
+  } catch (error) {
+    throw queryFailed(request, a.verb, 'releasing', error);
+  }
+  if (aborted) {
+    const held = !failed && scope === 'transaction' && !a.ownsTransaction;
+    throw abortedError(request, a.verb, request.signal?.reason, failure, held);
+  }
+  const state = sqlStateOf(failure);
+  if (state === SqlState.lockNotAvailable) return false;
+  if (state === SqlState.deadlockDetected) {
+    throw new LockDeadlockError(
+      `${a.verb}: PostgreSQL detected a deadlock while waiting for the ${describeKeys(request)}; another session holds a lock this one waits for and waits for one this one holds. Take nested locks in one order, or pass all keys to one call.`,
+      { keys: request.keys, cause: failure },
+    );
+  }
+  throw queryFailed(request, a.verb, 'locking', failure);
 }
 
 async function attempt(a: Acquisition): Promise<boolean> {

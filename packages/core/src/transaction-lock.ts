@@ -2,7 +2,7 @@ import { acquire, budgetLeft } from './acquire.ts';
 import { assertCancellable, cancellerFor } from './cancel-wait.ts';
 import { startTrace } from './diagnostics.ts';
 import { InvalidLockOptionsError, LockUsageError, TransactionRolledBackError } from './errors.ts';
-import type { LockPort, PortConnection } from './lock-port.ts';
+import type { LockPort, PortConnection, TransactionRequest } from './lock-port.ts';
 import type { LockOptions, LockRequest, LockTarget } from './lock-options.ts';
 import { lockRequest } from './lock-options.ts';
 import { abortedError, describeKeys, notAcquiredError } from './messages.ts';
@@ -90,6 +90,8 @@ class NotTaken {
 }
 
 const failedCheck = statementText('SELECT 1 AS ok').bind([]);
+/** The request of most transactions (no settings, no bound), made once. */
+const PLAIN_TRANSACTION: TransactionRequest = Object.freeze({ settings: NO_TRANSACTION_SETTINGS, waitMs: undefined });
 
 /**
  * `withLock` / `tryWithLock`: `fn` runs in a transaction whose first statement takes the lock.
@@ -178,7 +180,9 @@ async function ownTransaction<Db, Tx, T>(
   try {
     const value = await port.transaction(
       db,
-      { settings, waitMs: deadline === undefined ? request.timeoutMs : budgetLeft(deadline) },
+      settings === NO_TRANSACTION_SETTINGS && request.timeoutMs === undefined
+        ? PLAIN_TRANSACTION
+        : { settings, waitMs: deadline === undefined ? request.timeoutMs : budgetLeft(deadline) },
       async (tx, connection) => {
         try {
           // Most calls have no signal: no canceller, and no await for one.

@@ -88,6 +88,20 @@ export function enterQueue(
   signal: AbortSignal | undefined,
 ): (() => void) | Promise<(() => void) | QueueExit> {
   const slots = slotsOf(root);
+  if (keys.length === 1) {
+    // The common call: one key and nobody ahead, so one slot and one release function, nothing more.
+    const id = idOf(keys[0] as LockKey);
+    const slot = slotFor(slots, id);
+    if (free(slot, shared)) {
+      take(slot, shared);
+      let held = true;
+      return () => {
+        if (!held) return;
+        held = false;
+        leave(slots, id, slot, shared);
+      };
+    }
+  }
   const taken: [bigint | string, Slot][] = [];
   const releaseAll = (): void => {
     for (const [id, slot] of taken.splice(0)) leave(slots, id, slot, shared);
