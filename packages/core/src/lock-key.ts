@@ -51,10 +51,10 @@ export interface LockKeyOptions {
  *
  * @example
  * ```ts
- * import { lockKey } from '@pglock/core';
+ * import { deriveKey, lockKey } from '@pglock/core';
  *
  * lockKey('leaderboard'); // { form: 'bigint', value: 7676066025365312217n, name: 'leaderboard' }
- * lockKey('leaderboard').value; // 7676066025365312217n
+ * deriveKey('leaderboard'); // the int64 alone: 7676066025365312217n
  * lockKey('leaderboard', { namespace: 'my-app' });
  * lockKey(42n);
  * lockKey({ pair: [7, 1001] });
