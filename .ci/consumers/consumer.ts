@@ -1,6 +1,8 @@
 // A CommonJS-style TypeScript consumer (no "type": "module": this file compiles to require()),
-// typechecked with module node16 and with module commonjs (node10 resolution). Uses the stable names
-// only; the point is that the require() types (.d.cts) resolve and agree with the runtime.
+// typechecked with module node16 (with a `source` custom condition, as monorepos set: pglock's
+// published exports have none) and with module commonjs (node10 resolution). Uses the stable names
+// only; the point is that the require() types (.d.cts) resolve and agree with the runtime. With
+// skipLibCheck, as app templates set it (drizzle-orm's own declarations do not pass without).
 
 import { main } from '@pglock/cli';
 import { type LockNotAcquiredError as CoreNotAcquired, lockKey } from '@pglock/core';
