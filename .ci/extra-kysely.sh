@@ -1,5 +1,7 @@
-# Kysely 0.29 needs Node 22: run @pglock/kysely's suites on an npm-shipped Node 22 with Kysely 0.29,
-# against PostgreSQL 15 (DATABASE_URL) and the embedded PostgreSQL 18. Reports go to $RESULTS_DIR.
+# @pglock/kysely against the ends of its peer range: Kysely 0.29 (newest; needs Node 22, run on an
+# npm-shipped Node 22) against PostgreSQL 15 (DATABASE_URL) and the embedded PostgreSQL 18, and
+# Kysely 0.28.0 (oldest) on Node 20 against PostgreSQL 15. Reports go to $RESULTS_DIR.
 set -e
-bash packages/kysely/scripts/test-kysely-029.sh "$RESULTS_DIR/kysely-029-pg15.json"
-env -u DATABASE_URL bash packages/kysely/scripts/test-kysely-029.sh "$RESULTS_DIR/kysely-029-pg18.json"
+bash packages/kysely/scripts/test-kysely.sh 0.29.9 "$RESULTS_DIR/kysely-0.29.9-pg15.json"
+env -u DATABASE_URL bash packages/kysely/scripts/test-kysely.sh 0.29.9 "$RESULTS_DIR/kysely-0.29.9-pg18.json"
+bash packages/kysely/scripts/test-kysely.sh 0.28.0 "$RESULTS_DIR/kysely-0.28.0-pg15.json"

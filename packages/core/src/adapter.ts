@@ -6,6 +6,7 @@
  */
 
 export { onAbort } from './abort-listeners.ts';
+export { backendAliveStatement, unlockAllStatement } from './backend-statements.ts';
 export { batchLockError, batchLockStatement } from './batch-lock.ts';
 export {
   type AdvisoryLocks,

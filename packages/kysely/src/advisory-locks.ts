@@ -1,46 +1,32 @@
-import {
-  type AdvisoryLockInfo,
-  type LockKeyInput,
-  type LockOptions,
-  type LockTarget,
-  lockRequest,
-  type TryResult,
-  withDefaults,
+import type {
+  AdvisoryLockInfo,
+  LockKeyInput,
+  LockOptions,
+  LockTarget,
+  SessionLock,
+  SessionLockOptions,
+  TryResult,
 } from '@pglock/core';
+import { createAdvisoryLocks, lockVerbs } from '@pglock/core/adapter';
 import type { Kysely, Transaction } from 'kysely';
-import type { KyselyTransactionLike } from './kysely-types.ts';
-import {
-  inspectLocks,
-  isLocked,
-  type KyselyLockOptions,
-  lockIn,
-  tryLockIn,
-  tryWithLock,
-  withLock,
-} from './with-lock.ts';
+import { type Db, kyselyPort, kyselyPortFor } from './kysely-port.ts';
+import type {
+  KyselyAdvisoryLocks,
+  KyselyAdvisoryLocksOptions,
+  KyselyTransactionLike,
+  KyselyTransactionSettings,
+  KyselyWithLockOptions,
+} from './kysely-types.ts';
 
-/** The adapter's functions bound to one `Kysely` instance and default options. */
-export interface KyselyAdvisoryLocks<DB> {
-  withLock<T>(
-    target: LockTarget,
-    fn: (trx: Transaction<DB>) => Promise<T>,
-    options?: KyselyLockOptions,
-  ): Promise<T>;
-  tryWithLock<T>(
-    target: LockTarget,
-    fn: (trx: Transaction<DB>) => Promise<T>,
-    options?: KyselyLockOptions,
-  ): Promise<TryResult<T>>;
-  lock(trx: KyselyTransactionLike, target: LockTarget, options?: LockOptions): Promise<void>;
-  tryLock(trx: KyselyTransactionLike, target: LockTarget, options?: LockOptions): Promise<boolean>;
-  isLocked(key: LockKeyInput): Promise<boolean>;
-  inspectLocks(): Promise<AdvisoryLockInfo[]>;
-}
+const verbs = lockVerbs<Db, Db, KyselyTransactionLike, KyselyTransactionSettings>(kyselyPort);
+/** The default verbs of `db`, typed by its `Database`. */
+const of = <DB>(db: Kysely<DB>) => verbs(db as unknown as Db) as unknown as KyselyAdvisoryLocks<DB>;
 
 /**
- * Binds the adapter to a `Kysely` instance and default options. Per-call options override the
- * defaults; `tryWithLock` and `tryLock` try once unless the call itself sets `timeoutMs`. Its
- * `lock` and `tryLock` accept `signal` (the wait is cancelled from another connection of `db`).
+ * Binds every verb to a `Kysely` instance and default options. Per-call options override the
+ * defaults; `tryWithLock`, `tryLock` and `tryAcquireSessionLock` try once unless the call itself
+ * sets `timeoutMs`. Callbacks receive your `Transaction<DB>`. `control` names a second instance for
+ * what must not wait for a free connection of `db` (see {@link KyselyAdvisoryLocksOptions}).
  *
  * @example
  * ```ts
@@ -48,25 +34,203 @@ export interface KyselyAdvisoryLocks<DB> {
  * import pg from 'pg';
  * import { advisoryLocks } from '@pglock/kysely';
  *
- * const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: new pg.Pool() }) });
+ * const db = new Kysely<Database>({
+ *   dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: process.env.DATABASE_URL }) }),
+ * });
  * const locks = advisoryLocks(db, { namespace: 'shop', timeoutMs: 5_000 });
  * await locks.withLock(`product:${id}`, async (trx) => {
  *   await trx.updateTable('product').set({ stock: 0 }).where('id', '=', id).execute();
  * });
  * ```
  */
-export function advisoryLocks<DB>(db: Kysely<DB>, defaults: KyselyLockOptions = {}): KyselyAdvisoryLocks<DB> {
-  const { timeoutMs: _wait, ...tryDefaults } = defaults;
-  // Only core's options reach lock()/tryLock(): the transaction settings belong to withLock.
-  const { isolationLevel: _i, accessMode: _a, ...lockDefaults } = defaults;
-  const { timeoutMs: _t, ...tryLockDefaults } = lockDefaults;
-  return {
-    withLock: (target, fn, options) => withLock(db, target, fn, withDefaults(defaults, options)),
-    tryWithLock: (target, fn, options) => tryWithLock(db, target, fn, withDefaults(tryDefaults, options)),
-    lock: (trx, target, options) => lockIn(trx, lockRequest(target, options, lockDefaults), db),
-    tryLock: (trx, target, options) =>
-      tryLockIn(trx, lockRequest(target, options, { timeoutMs: 0, ...tryLockDefaults }), db),
-    isLocked: (key) => isLocked(db, key, { namespace: defaults.namespace }),
-    inspectLocks: () => inspectLocks(db),
-  };
+export function advisoryLocks<DB>(
+  db: Kysely<DB>,
+  defaults?: KyselyAdvisoryLocksOptions,
+): KyselyAdvisoryLocks<DB> {
+  const control = typeof defaults === 'object' && defaults !== null ? defaults.control : undefined;
+  const port = control === undefined ? kyselyPort : kyselyPortFor(control);
+  return createAdvisoryLocks(port, db as unknown as Db, defaults) as unknown as KyselyAdvisoryLocks<DB>;
+}
+
+/**
+ * Runs `fn` in `db.transaction()` whose first statement takes the lock; the commit (or the rollback
+ * when `fn` throws) releases it. Given a transaction, or called inside a running callback on the
+ * same `db`, it nests there with a savepoint.
+ *
+ * @example
+ * ```ts
+ * import { withLock } from '@pglock/kysely';
+ *
+ * await withLock(db, `product:${id}`, async (trx) => {
+ *   await trx.updateTable('product').set((eb) => ({ stock: eb('stock', '-', 1) })).where('id', '=', id).execute();
+ * });
+ * ```
+ */
+export function withLock<DB, T>(
+  db: Kysely<DB> | Transaction<DB>,
+  target: LockTarget,
+  fn: (trx: Transaction<DB>) => Promise<T>,
+  options?: KyselyWithLockOptions,
+): Promise<T> {
+  return of(db).withLock(target, fn, options);
+}
+
+/**
+ * Like {@link withLock}, but resolves `{ acquired: false }` instead of throwing when the lock is
+ * taken (the transaction is rolled back). `timeoutMs` defaults to 0 (one try).
+ *
+ * @example
+ * ```ts
+ * import { tryWithLock } from '@pglock/kysely';
+ *
+ * const result = await tryWithLock(db, 'nightly-report', (trx) => buildReport(trx));
+ * if (!result.acquired) console.log('another instance builds it');
+ * ```
+ */
+export function tryWithLock<DB, T>(
+  db: Kysely<DB> | Transaction<DB>,
+  target: LockTarget,
+  fn: (trx: Transaction<DB>) => Promise<T>,
+  options?: KyselyWithLockOptions,
+): Promise<TryResult<T>> {
+  return of(db).tryWithLock(target, fn, options);
+}
+
+/**
+ * Takes a transaction-scoped lock inside a Kysely transaction; it is held until the transaction
+ * ends. Only a transaction compiles. `signal` needs the database to cancel from: it works in a
+ * transaction `withLock` opened, and with `advisoryLocks(db).lock(trx, …)` in any other.
+ *
+ * @example
+ * ```ts
+ * import { lock } from '@pglock/kysely';
+ *
+ * await db.transaction().execute(async (trx) => {
+ *   await lock(trx, ['account:1', 'account:2']);
+ *   // … transfer …
+ * });
+ * ```
+ */
+export function lock(trx: KyselyTransactionLike, target: LockTarget, options?: LockOptions): Promise<void> {
+  return verbs(trx as unknown as Db).lock(trx, target, options);
+}
+
+/**
+ * Tries a transaction-scoped lock inside a Kysely transaction: `true` when held (until the
+ * transaction ends), `false` when taken elsewhere. `timeoutMs` defaults to 0.
+ *
+ * @example
+ * ```ts
+ * import { tryLock } from '@pglock/kysely';
+ *
+ * await db.transaction().execute(async (trx) => {
+ *   if (await tryLock(trx, 'report')) await buildReport(trx);
+ * });
+ * ```
+ */
+export function tryLock(
+  trx: KyselyTransactionLike,
+  target: LockTarget,
+  options?: LockOptions,
+): Promise<boolean> {
+  return verbs(trx as unknown as Db).tryLock(trx, target, options);
+}
+
+/**
+ * True when any session holds `key`: a snapshot, for dashboards and tests.
+ *
+ * @example
+ * ```ts
+ * import { isLocked } from '@pglock/kysely';
+ *
+ * console.log(await isLocked(db, 'nightly-report'));
+ * ```
+ */
+export function isLocked<DB>(
+  db: Kysely<DB>,
+  key: LockKeyInput,
+  options?: Pick<LockOptions, 'namespace'>,
+): Promise<boolean> {
+  return of(db).isLocked(key, options);
+}
+
+/**
+ * Every advisory lock in the current database, holders and waiters.
+ *
+ * @example
+ * ```ts
+ * import { inspectLocks } from '@pglock/kysely';
+ *
+ * console.table(await inspectLocks(db));
+ * ```
+ */
+export function inspectLocks<DB>(db: Kysely<DB>): Promise<AdvisoryLockInfo[]> {
+  return of(db).inspectLocks();
+}
+
+/**
+ * Takes a session lock on a connection pinned with `db.connection()` and keeps it until `release()`
+ * (or its loss, reported through `signal`). Refused through a transaction-mode pooler, and when no
+ * second connection of `db` can check for one.
+ *
+ * @example
+ * ```ts
+ * import { acquireSessionLock } from '@pglock/kysely';
+ *
+ * await using leader = await acquireSessionLock(db, 'scheduler-leader');
+ * while (!leader.signal.aborted) await runSchedulerTick(db);
+ * ```
+ */
+export function acquireSessionLock<DB>(
+  db: Kysely<DB>,
+  target: LockTarget,
+  options?: SessionLockOptions,
+): Promise<SessionLock> {
+  return of(db).acquireSessionLock(target, options);
+}
+
+/**
+ * Like {@link acquireSessionLock}, but resolves `undefined` when the lock is taken elsewhere.
+ * `timeoutMs` defaults to 0 (one try): the usual shape of leader election.
+ *
+ * @example
+ * ```ts
+ * import { tryAcquireSessionLock } from '@pglock/kysely';
+ *
+ * const leader = await tryAcquireSessionLock(db, 'scheduler-leader');
+ * if (leader) startScheduling(leader.signal);
+ * ```
+ */
+export function tryAcquireSessionLock<DB>(
+  db: Kysely<DB>,
+  target: LockTarget,
+  options?: SessionLockOptions,
+): Promise<SessionLock | undefined> {
+  return of(db).tryAcquireSessionLock(target, options);
+}
+
+/**
+ * Runs `fn(signal)` while holding a session lock, and releases it after; `signal` aborts with
+ * `LockLostError` if the lock is lost meanwhile. `fn`'s error wins over a release failure. Run your
+ * queries on `db` as usual: the pinned connection is the lock's alone.
+ *
+ * @example
+ * ```ts
+ * import { withSessionLock } from '@pglock/kysely';
+ *
+ * await withSessionLock(db, 'reindex', async (signal) => {
+ *   for (const table of tables) {
+ *     signal.throwIfAborted();
+ *     await reindex(db, table);
+ *   }
+ * });
+ * ```
+ */
+export function withSessionLock<DB, T>(
+  db: Kysely<DB>,
+  target: LockTarget,
+  fn: (signal: AbortSignal) => Promise<T>,
+  options?: SessionLockOptions,
+): Promise<T> {
+  return of(db).withSessionLock(target, fn, options);
 }

@@ -1,31 +1,27 @@
 /**
- * PostgreSQL advisory locks for Kysely transactions and pinned connections.
+ * PostgreSQL advisory locks for Kysely: transaction-scoped `withLock` and `lock(trx)`, and session
+ * locks on pinned connections.
  *
  * @module @pglock/kysely
  */
 
 export * from '@pglock/core';
-export { advisoryLocks, type KyselyAdvisoryLocks } from './advisory-locks.ts';
-export { statementSql } from './kysely-executor.ts';
-export type {
-  AccessMode,
-  IsolationLevel,
-  KyselyExecutorLike,
-  KyselyTransactionLike,
-} from './kysely-types.ts';
 export {
   acquireSessionLock,
-  type SessionLockOptions,
-  tryAcquireSessionLock,
-  withSessionLock,
-} from './session-lock.ts';
-export type { TransactionSettings } from './transaction-driver.ts';
-export {
+  advisoryLocks,
   inspectLocks,
   isLocked,
-  type KyselyLockOptions,
   lock,
+  tryAcquireSessionLock,
   tryLock,
   tryWithLock,
   withLock,
-} from './with-lock.ts';
+  withSessionLock,
+} from './advisory-locks.ts';
+export type {
+  KyselyAdvisoryLocks,
+  KyselyAdvisoryLocksOptions,
+  KyselyTransactionLike,
+  KyselyTransactionSettings,
+  KyselyWithLockOptions,
+} from './kysely-types.ts';

@@ -1,4 +1,11 @@
-import type { Kysely } from 'kysely';
+import type {
+  AdvisoryLocks,
+  AdvisoryLocksOptions,
+  SessionAdvisoryLocks,
+  TransactionSettings,
+  WithLockOptions,
+} from '@pglock/core';
+import type { Kysely, Transaction } from 'kysely';
 
 /**
  * A Kysely transaction, typed by the members this adapter calls (Kysely's `sql` runs on anything
@@ -21,20 +28,62 @@ export interface KyselyTransactionLike extends Pick<Kysely<unknown>, 'getExecuto
 }
 
 /**
- * Something Kysely's `sql` can run on: a `Kysely` instance, a transaction, or the connection of
- * `db.connection().execute(…)`.
+ * The settings of the transaction `withLock` opens, passed to Kysely's transaction builder
+ * (`setIsolationLevel`, `setAccessMode`); others are refused before any SQL.
  *
  * @example
  * ```ts
- * import type { KyselyExecutorLike } from '@pglock/kysely';
+ * import type { KyselyTransactionSettings } from '@pglock/kysely';
  *
- * const target: KyselyExecutorLike = db;
+ * const settings: KyselyTransactionSettings = { isolationLevel: 'serializable', accessMode: 'read only' };
  * ```
  */
-export type KyselyExecutorLike = Pick<Kysely<unknown>, 'getExecutor'>;
+export type KyselyTransactionSettings = Pick<TransactionSettings, 'isolationLevel' | 'accessMode'>;
 
-/** Isolation levels PostgreSQL has (Kysely's type also lists MSSQL's `snapshot`). */
-export type IsolationLevel = 'read uncommitted' | 'read committed' | 'repeatable read' | 'serializable';
+/**
+ * Options of `withLock` / `tryWithLock`: core's, plus `transaction: { isolationLevel, accessMode }`.
+ *
+ * @example
+ * ```ts
+ * import type { KyselyWithLockOptions } from '@pglock/kysely';
+ *
+ * const options: KyselyWithLockOptions = { timeoutMs: 1_000, transaction: { isolationLevel: 'serializable' } };
+ * ```
+ */
+export type KyselyWithLockOptions = WithLockOptions<KyselyTransactionSettings>;
 
-/** Transaction access modes. */
-export type AccessMode = 'read only' | 'read write';
+/**
+ * Defaults of `advisoryLocks(db, …)`, plus `control`: a second Kysely instance on the same database,
+ * reached the same way (same URL, same pooler), over a small pool of its own. pglock then runs on it
+ * what must not wait for a free connection of `db`: the cancel of a wait (`signal`), the pooler check
+ * and the heartbeat of session locks, `isLocked` and `inspectLocks`.
+ *
+ * @example
+ * ```ts
+ * import type { KyselyAdvisoryLocksOptions } from '@pglock/kysely';
+ *
+ * const control = new Kysely<unknown>({ dialect: new PostgresDialect({ pool: new pg.Pool({ max: 1 }) }) });
+ * const options: KyselyAdvisoryLocksOptions = { namespace: 'shop', control };
+ * ```
+ */
+export interface KyselyAdvisoryLocksOptions extends AdvisoryLocksOptions<KyselyTransactionSettings> {
+  readonly control?: Kysely<unknown> | undefined;
+}
+
+/**
+ * Every verb bound to one `Kysely` instance: callbacks get its `Transaction<DB>`, `lock`/`tryLock`
+ * take a transaction only, session locks pin a connection with `db.connection()`.
+ *
+ * @example
+ * ```ts
+ * import type { KyselyAdvisoryLocks } from '@pglock/kysely';
+ *
+ * const locks: KyselyAdvisoryLocks<Database> = advisoryLocks(db);
+ * ```
+ */
+export type KyselyAdvisoryLocks<DB> = AdvisoryLocks<
+  Transaction<DB>,
+  KyselyTransactionLike,
+  KyselyTransactionSettings
+> &
+  SessionAdvisoryLocks;

@@ -1,86 +1,158 @@
 import { PGlite } from '@electric-sql/pglite';
-import type { AdapterHarness, AdapterInstance, Sql } from '@pglock/test-kit';
-import { countingPool } from '@pglock/test-kit';
-import { Kysely, PostgresDialect, sql } from 'kysely';
+import { countingPool, defineHarness, type HarnessSetup, type Sql } from '@pglock/test-kit';
+import { Kysely, PostgresDialect, sql, type Transaction } from 'kysely';
 import { PGliteDialect } from 'kysely-pglite-dialect';
 import { PostgresJSDialect } from 'kysely-postgres-js';
 import postgres from 'postgres';
-import { advisoryLocks, type KyselyExecutorLike } from '../src/index.ts';
+import { advisoryLocks, type KyselyAdvisoryLocksOptions } from '../src/index.ts';
 
 /** The test-kit's `Sql` (text with `$1…$n`) through Kysely's `sql`, values bound as parameters. */
 export const sqlOf =
-  (target: KyselyExecutorLike): Sql =>
+  (target: Kysely<unknown>): Sql =>
   async (text, values = []) => {
-    const parts = text
-      .split(/\$\d+/)
-      .flatMap((fragment, i) =>
-        i < values.length ? [sql.raw(fragment), sql.val(values[i])] : [sql.raw(fragment)],
-      );
-    const query = sql<Record<string, unknown>>`${sql.join(parts, sql.raw(''))}`;
-    return [...(await query.execute(target)).rows];
+    const fragments = text.split(/\$\d+/) as unknown as TemplateStringsArray;
+    return [...(await sql<Record<string, unknown>>(fragments, ...values).execute(target)).rows];
   };
 
-/** An adapter instance over any Kysely instance; `count` and `close` come from its driver. */
-export function instanceOver(
-  db: Kysely<unknown>,
-  count: () => number,
+const capabilities = {
+  contention: true,
+  multiProcess: true,
+  abort: true,
+  countsStatements: true,
+  session: true,
+  transactionSettings: ['isolationLevel', 'accessMode'],
+} as const;
+
+/** Opens a `Kysely` over one driver for `url`, with at most `max` connections, and counts its statements. */
+export type Open = (
+  url: string,
+  max: number,
+) => { readonly db: Kysely<unknown>; count(): number; close(): Promise<void>; readonly sql?: typeof sqlOf };
+
+/** What every Kysely harness hands the kit: the adapter over `db`, with `defaults` of its own (`control`). */
+function setupOver(
+  { db, count, sql = sqlOf }: ReturnType<Open>,
   close: () => Promise<void>,
-): AdapterInstance {
-  const locks = advisoryLocks(db);
+  own: KyselyAdvisoryLocksOptions = {},
+): HarnessSetup<Transaction<unknown>> {
   return {
-    withLock: (target, fn, options) => locks.withLock(target, (trx) => fn(sqlOf(trx)), options),
-    tryWithLock: (target, fn, options) => locks.tryWithLock(target, (trx) => fn(sqlOf(trx)), options),
-    transaction: (fn) =>
-      db.transaction().execute((trx) =>
-        fn({
-          sql: sqlOf(trx),
-          lock: (target, options) => locks.lock(trx, target, options),
-          tryLock: (target, options) => locks.tryLock(trx, target, options),
-        }),
+    db,
+    // A null (or other non-object) default goes to the adapter as given: the misuse suite checks it.
+    advisoryLocks: (defaults) =>
+      advisoryLocks(
+        db,
+        defaults === undefined
+          ? own
+          : defaults === null || typeof defaults !== 'object'
+            ? defaults
+            : { ...own, ...defaults },
       ),
-    isLocked: (key, options) => advisoryLocks(db, options).isLocked(key),
-    inspectLocks: () => locks.inspectLocks(),
+    locksOn: (trx) => advisoryLocks(trx),
+    sql,
+    transaction: (fn) => db.transaction().execute(fn),
     statementCount: count,
     close,
   };
 }
 
-/** `@pglock/kysely` over Kysely's own `PostgresDialect` and a counting `pg.Pool`. */
-export const postgresDialectHarness: AdapterHarness = {
-  name: 'kysely (PostgresDialect)',
-  capabilities: { contention: true, multiProcess: true, abort: true, countsStatements: true },
-  moduleUrl: import.meta.url,
-  exportName: 'postgresDialectHarness',
-  async open(url) {
-    const { pool, count } = countingPool({ connectionString: url, max: 4 });
-    const db = new Kysely<unknown>({ dialect: new PostgresDialect({ pool }) });
-    return instanceOver(db, count, () => db.destroy());
-  },
+/**
+ * A harness over one driver. `control: true` gives the factory a second instance on the same URL (a
+ * pool of one of its own) for cancels, pooler checks and heartbeats, as the README advises where a
+ * pool may be exhausted by waiters or has a single connection.
+ */
+function kyselyHarness(name: string, exportName: string, open: Open, control: boolean) {
+  return defineHarness<Transaction<unknown>>({
+    name,
+    capabilities,
+    moduleUrl: import.meta.url,
+    exportName,
+    async open(url, { max }) {
+      const opened = open(url, max);
+      if (!control) return setupOver(opened, opened.close);
+      const other = open(url, 1);
+      const close = async () => {
+        await opened.close();
+        await other.close();
+      };
+      return setupOver(opened, close, { control: other.db });
+    },
+  });
+}
+
+// Kysely's PostgresDialect gives pglock no access to its pg clients, so the listener the README asks
+// for is always there: a terminated backend would otherwise be an unhandled 'error' event.
+export const pgDialect: Open = (url, max) => {
+  const { pool, count } = countingPool({ connectionString: url, max });
+  const db = new Kysely<unknown>({ dialect: new PostgresDialect({ pool }) });
+  return { db, count, close: () => db.destroy() };
 };
 
-/** `@pglock/kysely` over `kysely-postgres-js` (postgres.js); statements counted with its `debug` hook. */
-export const postgresJsHarness: AdapterHarness = {
-  name: 'kysely (postgres.js)',
-  capabilities: { contention: true, multiProcess: true, abort: true, countsStatements: true },
-  moduleUrl: import.meta.url,
-  exportName: 'postgresJsHarness',
-  async open(url) {
+export const postgresJs =
+  (options: postgres.Options<Record<string, postgres.PostgresType>>): Open =>
+  (url, max) => {
     let count = 0;
-    const client = postgres(url, {
-      max: 4,
-      onnotice: () => undefined,
-      debug: () => {
-        count++;
-      },
-    });
+    const client = postgres(url, { ...options, max, onnotice: () => undefined, debug: () => void count++ });
     const db = new Kysely<unknown>({ dialect: new PostgresJSDialect({ postgres: client }) });
-    return instanceOver(
-      db,
-      () => count,
-      () => db.destroy(),
+    // Kysely's destroy() is sql.end() without a timeout, which never settles once a backend was
+    // terminated under a running query (postgres.js keeps that query as in flight): end with one.
+    const close = async () => {
+      await client.end({ timeout: 1 });
+      await db.destroy();
+    };
+    // The kit's own SQL reads its columns by their names, which a column transform renamed.
+    const sql = options.transform === undefined ? sqlOf : unCamel;
+    return { db, count: () => count, close, sql };
+  };
+
+/** {@link sqlOf} with column names back in snake_case (undoes `transform: postgres.camel`). */
+const unCamel =
+  (target: Kysely<unknown>): Sql =>
+  async (text, values) =>
+    (await sqlOf(target)(text, values)).map((row) =>
+      Object.fromEntries(
+        Object.entries(row).map(([k, v]) => [k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`), v]),
+      ),
     );
-  },
-};
+
+/** `@pglock/kysely` over Kysely's own `PostgresDialect` and a counting `pg.Pool`, `db` alone. */
+export const postgresDialectHarness = kyselyHarness(
+  'kysely (PostgresDialect)',
+  'postgresDialectHarness',
+  pgDialect,
+  false,
+);
+
+/** The same with a control instance. */
+export const postgresDialectControlHarness = kyselyHarness(
+  'kysely (PostgresDialect, control)',
+  'postgresDialectControlHarness',
+  pgDialect,
+  true,
+);
+
+/** `@pglock/kysely` over `kysely-postgres-js` (postgres.js), with a control instance; counted with `debug`. */
+export const postgresJsHarness = kyselyHarness(
+  'kysely (postgres.js, control)',
+  'postgresJsHarness',
+  postgresJs({}),
+  true,
+);
+
+/** The same without a control instance. */
+export const postgresJsAloneHarness = kyselyHarness(
+  'kysely (postgres.js)',
+  'postgresJsAloneHarness',
+  postgresJs({}),
+  false,
+);
+
+/** postgres.js with `transform: postgres.camel`: it renames every result column (issue 12 D15). */
+export const postgresJsCamelHarness = kyselyHarness(
+  'kysely (postgres.js, transform: camel, control)',
+  'postgresJsCamelHarness',
+  postgresJs({ transform: postgres.camel }),
+  true,
+);
 
 // One in-memory PGlite per process, started on first use: starting one takes seconds, and with
 // one connection and no contention suites, separate instances would test nothing more.
@@ -100,18 +172,25 @@ function sharedPglite(): Promise<{ pglite: PGlite; count: () => number }> {
 
 /**
  * `@pglock/kysely` over `kysely-pglite-dialect`: PostgreSQL in this process, one connection, so
- * nothing can contend (and no child process can reach it). The URL is not used; instances share
- * one in-memory database, whose `query` (what the dialect calls) counts statements; closing an
- * instance leaves it open for the next.
+ * nothing can contend, no child process can reach it, and a session lock has no second connection
+ * for its checks. The URL is not used; instances share one in-memory database.
  */
-export const pgliteHarness: AdapterHarness = {
+export const pgliteHarness = defineHarness<Transaction<unknown>>({
   name: 'kysely (PGlite)',
-  capabilities: { contention: false, multiProcess: false, abort: false, countsStatements: true },
+  capabilities: {
+    contention: false,
+    multiProcess: false,
+    abort: false,
+    countsStatements: true,
+    session: false,
+    // kysely-pglite-dialect 1.3 opens every transaction with its isolation level only.
+    transactionSettings: ['isolationLevel'],
+  },
   moduleUrl: import.meta.url,
   exportName: 'pgliteHarness',
   async open() {
     const { pglite, count } = await sharedPglite();
     const db = new Kysely<unknown>({ dialect: new PGliteDialect(pglite) });
-    return instanceOver(db, count, async () => undefined);
+    return setupOver({ db, count, close: async () => undefined }, async () => undefined);
   },
-};
+});

@@ -1,6 +1,14 @@
 import type { Generated, Kysely, Transaction } from 'kysely';
 import { describe, expectTypeOf, it } from 'vitest';
-import { advisoryLocks, lock, tryLock, tryWithLock, withLock, withSessionLock } from '../src/index.ts';
+import {
+  advisoryLocks,
+  lock,
+  type SessionLock,
+  tryLock,
+  tryWithLock,
+  withLock,
+  withSessionLock,
+} from '../src/index.ts';
 
 interface Database {
   product: { id: Generated<number>; stock: number };
@@ -41,10 +49,32 @@ describe('types', () => {
     expectTypeOf(await tryWithLock(db, 'x', async () => 1)).toMatchTypeOf<{ acquired: boolean }>();
   });
 
-  it('transaction options take only what PostgreSQL has', () => {
+  it('transaction settings: one `transaction` option, only what Kysely applies', () => {
     // @ts-expect-error MSSQL's snapshot isolation is not PostgreSQL's
-    withLock(db, 'x', async () => 1, { isolationLevel: 'snapshot' });
-    withLock(db, 'x', async () => 1, { isolationLevel: 'repeatable read', accessMode: 'read only' });
+    withLock(db, 'x', async () => 1, { transaction: { isolationLevel: 'snapshot' } });
+    // @ts-expect-error Kysely's builder has no deferrable
+    withLock(db, 'x', async () => 1, { transaction: { deferrable: true } });
+    // @ts-expect-error the settings moved under `transaction`
+    withLock(db, 'x', async () => 1, { isolationLevel: 'serializable' });
+    withLock(db, 'x', async () => 1, {
+      transaction: { isolationLevel: 'repeatable read', accessMode: 'read only' },
+    });
+    advisoryLocks(db, { transaction: { isolationLevel: 'serializable' }, timeoutMs: 1_000 });
+  });
+
+  it('withLock given a transaction nests there: the callback gets the same Transaction type', async () => {
+    await withLock(db, 'outer', async (trx) => {
+      await withLock(trx, 'inner', async (inner) => {
+        expectTypeOf(inner).toEqualTypeOf<Transaction<Database>>();
+      });
+    });
+  });
+
+  it('the factory takes a control instance; session verbs are on it', async () => {
+    const locks = advisoryLocks(db, { control: db as Kysely<unknown> });
+    expectTypeOf(await locks.tryAcquireSessionLock('leader')).toEqualTypeOf<SessionLock | undefined>();
+    // @ts-expect-error control is a Kysely instance
+    advisoryLocks(db, { control: 'postgres://…' });
   });
 
   it('withSessionLock gives fn the lost-connection signal', () => {

@@ -1,9 +1,9 @@
 import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 
-// The Kysely 0.29 run (scripts/test-kysely-029.sh): the same suites, with `kysely` resolved to the
-// copy in PGLOCK_KYSELY_DIR for our code and for the dialects (inlined, so that the alias reaches
-// their imports too, and one copy of Kysely is loaded).
+// The runs of scripts/test-kysely.sh (Kysely 0.28.0, 0.29.x): the same suites, with `kysely` resolved
+// to the copy in PGLOCK_KYSELY_DIR for our code and for the dialects (inlined, so that the alias
+// reaches their imports too, and one copy of Kysely is loaded).
 const kyselyDir = process.env.PGLOCK_KYSELY_DIR;
 if (!kyselyDir) throw new Error('PGLOCK_KYSELY_DIR must name the kysely package folder to test');
 const here = (path: string) => fileURLToPath(new URL(path, import.meta.url));
@@ -12,13 +12,13 @@ export default defineConfig({
   resolve: { conditions: ['@pglock/source'], alias: [{ find: /^kysely$/, replacement: kyselyDir }] },
   ssr: { resolve: { conditions: ['@pglock/source'] } },
   test: {
-    name: 'kysely-0.29',
+    name: `kysely-${process.env.PGLOCK_KYSELY_VERSION ?? 'version'}`,
     root: here('.'),
     include: [
       'test/conformance.test.ts',
-      'test/session-lock.test.ts',
-      'test/kysely.test.ts',
-      'test/runtime.k029.ts',
+      'test/pgbouncer.test.ts',
+      'test/kysely-specifics.test.ts',
+      'test/runtime.kversion.ts',
     ],
     globalSetup: [here('../test-kit/src/global-setup.ts')],
     server: { deps: { inline: ['kysely-postgres-js', 'kysely-pglite-dialect'] } },
