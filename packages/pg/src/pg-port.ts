@@ -68,28 +68,32 @@ export const pgPort: LockPort<PgQueryable, PgClientLike> = {
     // pg-pool takes its idle 'error' listener off a checked-out client, so a backend terminated while
     // the callback runs no statement would crash the process; keep the error for the next statement.
     let lost: Error | undefined;
-    const onError = (error: Error): void => {
-      lost ??= error;
-    };
+    const onError = (error: Error): void => void (lost ??= error);
     client.on('error', onError);
     let broken: Error | undefined;
-    const rollBackAndThrow = async (error: unknown): Promise<never> => {
-      await client.query('ROLLBACK').catch((rollbackError: Error) => {
-        broken = rollbackError;
-      });
-      throw error;
-    };
+    // 1: the callback runs, 2: COMMIT is on its way; a failure then is rolled back. One try/catch,
+    // not a `.catch` per step: no promises or closures beyond the statements on every call.
+    let step = 0;
     try {
       await client.query(beginText(request.settings));
-      const result = await body(client, connectionOf(client)).catch(rollBackAndThrow);
-      // "Client has encountered a connection error and is not queryable" hides why: say it.
-      const committed = await client.query('COMMIT').catch((error) => rollBackAndThrow(lost ?? error));
+      step = 1;
+      const result = await body(client, connectionOf(client));
+      step = 2;
+      const committed = await client.query('COMMIT');
+      step = 0;
       if ((committed as { command?: unknown }).command === 'ROLLBACK') {
         throw new TransactionRolledBackError(
           'withLock: PostgreSQL answered the COMMIT with ROLLBACK (a statement in the transaction had failed): nothing the callback wrote was saved.',
         );
       }
       return result;
+    } catch (error) {
+      if (step === 0) throw error;
+      await client.query('ROLLBACK').catch((rollbackError: Error) => {
+        broken = rollbackError;
+      });
+      // "Client has encountered a connection error and is not queryable" hides why: say it.
+      throw step === 2 ? (lost ?? error) : error;
     } finally {
       if (lost) broken ??= lost;
       if (pooled) pooled.release(broken ?? false);
