@@ -38,6 +38,12 @@ const dawdle = async (sql: Sql): Promise<void> => {
   if (Math.random() < 0.5) await sleep(random(15));
   else await sql(`SELECT 1 AS one FROM pg_sleep(${(Math.random() * 0.015).toFixed(3)})`);
 };
+// postgres.js throws, from a timer, a write queued on a connection it has seen close (porsager/postgres
+// #1208): a statement the section sent after sleeping in JavaScript on a connection terminated
+// meanwhile would crash the worker, with a write neither pglock nor the ORM sent. So on postgres.js a
+// section's statements follow one another without a pause, and it sits idle only after its last one:
+// what is written next is the ORM's COMMIT, or whatever pglock sends after the callback.
+const idleLast = definition.driver === 'postgres.js';
 
 /** The body of a section: read each key's counter, dawdle, write +1 when exclusive, record the section. */
 async function section(sql: Sql, keys: readonly string[], mode: 'exclusive' | 'shared'): Promise<void> {
@@ -47,7 +53,8 @@ async function section(sql: Sql, keys: readonly string[], mode: 'exclusive' | 's
     const [row] = await sql('SELECT value FROM chaos_counters WHERE key = $1::text', [key]);
     seen.set(key, Number(row?.value));
   }
-  await dawdle(sql);
+  if (idleLast) await sql(`SELECT 1 AS one FROM pg_sleep(${(Math.random() * 0.015).toFixed(3)})`);
+  else await dawdle(sql);
   for (const key of keys) {
     const value = seen.get(key) as number;
     if (mode === 'exclusive') {
@@ -62,6 +69,7 @@ async function section(sql: Sql, keys: readonly string[], mode: 'exclusive' | 's
       [worker, key, mode, String(entry?.at), String(value)],
     );
   }
+  if (idleLast && Math.random() < 0.5) await sleep(random(15));
   stats.completed++;
 }
 
