@@ -234,7 +234,7 @@ export function markdown(results: BenchResults): string {
     '## 1. Overhead per locked transaction (uncontended, distinct keys)',
     'Each operation is a transaction that increments one counter row; every loop has its own row and every operation its own lock key. ' +
       '"hand-written lock" is `SELECT pg_advisory_xact_lock($1)` as the first statement of the same ORM transaction; "SET LOCAL + lock" sets `lock_timeout` with a statement of its own first (a bounded wait by hand, one more round trip); "no lock" is the same transaction without a lock. ' +
-      "Prisma's batch rows are `$transaction([lock, update])`: pglock's `$lock`, a hand-written `$queryRaw` lock, or no lock; their ratio is to the hand-written batch. " +
+      "Prisma's batch rows are `$transaction([lock, update])` with pglock's `$lock` or a hand-written `$queryRaw` lock; their ratio is to the hand-written batch. " +
       "Round trips are statements counted on the adapter's own connections, minus the unlocked transaction's.",
     ...loopCounts.map(
       (loops) =>

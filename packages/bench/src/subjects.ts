@@ -18,7 +18,7 @@ export interface Variant {
  * The variants of scenario 1. "hand-written" is the same ORM transaction with
  * `SELECT pg_advisory_xact_lock($1)` first; "hand-written SET LOCAL" sets `lock_timeout` with its own
  * statement before that lock (what a bounded wait costs by hand). The batch kinds are Prisma's
- * `$transaction([…])`: `$lock` first, a hand-written lock query first, or no lock.
+ * `$transaction([…])` with `$lock` first, or with a hand-written lock query first.
  */
 export type VariantKind =
   | 'withLock'
@@ -27,8 +27,7 @@ export type VariantKind =
   | 'hand-written SET LOCAL + lock'
   | 'no lock'
   | '$lock batch'
-  | 'hand-written lock batch'
-  | 'batch, no lock';
+  | 'hand-written lock batch';
 
 /** An adapter on one driver, its variants, and a statement counter on its connections. */
 export interface Subject {
@@ -263,7 +262,6 @@ async function prismaSubject(url: string, max: number): Promise<Subject> {
             update(base, row),
           ]),
       },
-      { kind: 'batch, no lock', run: (row) => base.$transaction([update(base, row)]) },
     ],
     statements: count,
     async close() {
