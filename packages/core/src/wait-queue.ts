@@ -25,7 +25,11 @@ interface Entry {
 /** Why a queued caller left without its turn. */
 export type QueueExit = 'timeout' | 'aborted';
 
-const queues = new WeakMap<object, Map<bigint | string, Slot>>();
+// One queue per process, not per copy of this module (ESM and CommonJS copies share it).
+const QUEUES = Symbol.for('pglock.waitQueues.v1');
+const queues: WeakMap<object, Map<bigint | string, Slot>> = ((globalThis as Record<symbol, unknown>)[
+  QUEUES
+] ??= new WeakMap()) as WeakMap<object, Map<bigint | string, Slot>>;
 
 function slotsOf(root: object): Map<bigint | string, Slot> {
   let slots = queues.get(root);
