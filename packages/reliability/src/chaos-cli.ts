@@ -27,7 +27,9 @@ await generatePrismaClient();
 const server = process.env.DATABASE_URL ? undefined : await startEmbeddedServer();
 try {
   const url = process.env.DATABASE_URL ?? (server?.url as string);
-  console.log(`chaos: ${processes} processes for ${seconds} s against ${new URL(url).host}`);
+  console.log(
+    `chaos: ${processes} processes, and one per adapter through PgBouncer, for ${seconds} s against ${new URL(url).host}`,
+  );
   const result = await runChaos({ url, seconds, processes, faults: !values['no-faults'], log: console.log });
   console.log(formatChaos(result));
   process.exitCode = chaosPassed(result) ? 0 : 1;
