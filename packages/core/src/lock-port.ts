@@ -32,6 +32,11 @@ export interface PortConnection {
    * a guarded `pg_cancel_backend` on a {@link LockPort.controlConnection}.
    */
   cancel?(): Promise<void>;
+  /**
+   * {@link LockPort.reportsFailedCommit} for this connection, where it differs by driver (one
+   * adapter over several): `true` when its driver itself rejects the commit of a failed transaction.
+   */
+  readonly reportsFailedCommit?: boolean | undefined;
 }
 
 /** A connection for one or two statements beside the one that waits (a cancel, a pooler probe). */

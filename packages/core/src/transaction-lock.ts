@@ -244,7 +244,7 @@ async function assertNotFailed<Db, Tx>(
   if (status === 'transaction' || status === 'idle') return;
   let cause: unknown;
   if (status === undefined) {
-    if (port.reportsFailedCommit && !savepoint) return;
+    if ((connection.reportsFailedCommit ?? port.reportsFailedCommit) && !savepoint) return;
     try {
       await connection.query(failedCheck);
       return;

@@ -1,44 +1,69 @@
-import {
-  type AdvisoryLockInfo,
-  type LockKeyInput,
-  type LockOptions,
-  type LockTarget,
-  type TryResult,
-  withDefaults,
+import type {
+  AdvisoryLocks,
+  AdvisoryLocksOptions,
+  LeaderOptions,
+  LockKeyInput,
+  LockOptions,
+  LockTarget,
+  RunOnceContext,
+  RunOnceOptions,
+  SessionAdvisoryLocks,
+  SessionLockOptions,
+  WithLockOptions,
 } from '@pglock/core';
-import type { DrizzleDatabaseLike, DrizzleTransactionLike, TxOf } from './drizzle-types.ts';
-import {
-  type DrizzleLockOptions,
-  inspectLocks,
-  isLocked,
-  lockedTransaction,
-  lockInTx,
-  tryLockInTx,
-} from './with-lock.ts';
+import { createAdvisoryLocks, lockVerbs } from '@pglock/core/adapter';
+import { drizzleHandle, drizzlePort, resolve, transactionRoots } from './drizzle-port.ts';
+import type {
+  DrizzleDatabaseLike as Db,
+  DrizzleRootDatabase as Root,
+  DrizzleTransactionSettings as Settings,
+  DrizzleTransactionLike as Tx,
+  TxOf,
+} from './drizzle-types.ts';
 
-/** The adapter's functions bound to one Drizzle database and default options. */
-export interface DrizzleAdvisoryLocks<Tx> {
-  /** `db.transaction` with the lock as its first statement; resolves the callback's value. */
-  withLock<T>(target: LockTarget, fn: (tx: Tx) => Promise<T>, options?: DrizzleLockOptions): Promise<T>;
-  /** Like `withLock`, resolving `{ acquired: false }` when taken (one try unless `timeoutMs` is set). */
-  tryWithLock<T>(
-    target: LockTarget,
-    fn: (tx: Tx) => Promise<T>,
-    options?: DrizzleLockOptions,
-  ): Promise<TryResult<T>>;
-  /** Locks inside the caller's own `db.transaction`; a `signal` is cancelled through the bound database. */
-  lock(tx: DrizzleTransactionLike, target: LockTarget, options?: LockOptions): Promise<void>;
-  /** Tries inside the caller's own `db.transaction` (one try unless `timeoutMs` is set). */
-  tryLock(tx: DrizzleTransactionLike, target: LockTarget, options?: LockOptions): Promise<boolean>;
-  isLocked(key: LockKeyInput): Promise<boolean>;
-  inspectLocks(): Promise<AdvisoryLockInfo[]>;
+/**
+ * Options of `withLock` / `tryWithLock` on Drizzle: core's, plus `transaction` (Drizzle's config).
+ *
+ * @example
+ * ```ts
+ * import type { DrizzleWithLockOptions } from '@pglock/drizzle';
+ *
+ * const options: DrizzleWithLockOptions = { timeoutMs: 5_000, transaction: { isolationLevel: 'serializable' } };
+ * ```
+ */
+export type DrizzleWithLockOptions = WithLockOptions<Settings>;
+
+/**
+ * The verbs bound to one Drizzle database (or transaction): `Tx` is its transaction type. The
+ * session verbs need a database over a `pg.Pool`, a `pg.Client` or postgres.js.
+ *
+ * @example
+ * ```ts
+ * import type { DrizzleAdvisoryLocks, TxOf } from '@pglock/drizzle';
+ *
+ * let locks: DrizzleAdvisoryLocks<TxOf<typeof db>>;
+ * ```
+ */
+export type DrizzleAdvisoryLocks<T> = AdvisoryLocks<T, Tx, Settings> & SessionAdvisoryLocks;
+
+type Verbs = DrizzleAdvisoryLocks<never>;
+type Body<D extends Db, T> = (tx: TxOf<D>) => Promise<T>;
+type Guarded<T> = (signal: AbortSignal) => Promise<T>;
+type Options = DrizzleWithLockOptions;
+type Job<D extends Db, T> = (tx: TxOf<D>, run: RunOnceContext) => Promise<T>;
+const verbs = lockVerbs(drizzlePort) as (db: unknown) => Verbs;
+
+// A transaction object is new per transaction: lock(tx) uses its driver's verbs, made once.
+function onTx(tx: unknown): Verbs {
+  const driver = resolve(tx)?.driver;
+  return verbs(driver === undefined ? tx : transactionRoots.get(driver));
 }
 
 /**
- * Binds the adapter to a Drizzle PostgreSQL database (node-postgres Pool or Client, postgres.js,
- * PGlite) and default options. Per-call options override the defaults; `tryWithLock` and `tryLock`
- * try once unless the call itself sets `timeoutMs`. `tx` in the callbacks is `db`'s own transaction
- * type, schema included.
+ * Binds every verb to a Drizzle PostgreSQL database (node-postgres Pool or Client, postgres.js,
+ * PGlite) and default options. Per-call options override the defaults (namespace included, for
+ * every verb); the try verbs try once unless the call itself sets `timeoutMs`. `tx` in callbacks is
+ * `db`'s own transaction type, schema included.
  *
  * @example
  * ```ts
@@ -48,25 +73,205 @@ export interface DrizzleAdvisoryLocks<Tx> {
  * const db = drizzle(process.env.DATABASE_URL!, { schema });
  * const locks = advisoryLocks(db, { namespace: 'billing', timeoutMs: 5_000 });
  * await locks.withLock(`account:${id}`, async (tx) => {
- *   const account = await tx.query.accounts.findFirst({ where: eq(accounts.id, id) });
+ *   await tx.update(accounts).set({ frozen: true }).where(eq(accounts.id, id));
  * });
  * ```
  */
-export function advisoryLocks<DB extends DrizzleDatabaseLike>(
-  db: DB,
-  defaults: DrizzleLockOptions = {},
-): DrizzleAdvisoryLocks<TxOf<DB>> {
-  const { timeoutMs: _wait, ...tryDefaults } = defaults;
-  const { transaction: _config, ...lockDefaults } = defaults;
-  const { transaction: _tryConfig, ...tryLockDefaults } = tryDefaults;
-  return {
-    withLock: <T>(target: LockTarget, fn: (tx: TxOf<DB>) => Promise<T>, options?: DrizzleLockOptions) =>
-      lockedTransaction(db, target, fn, withDefaults(defaults, options), false) as Promise<T>,
-    tryWithLock: <T>(target: LockTarget, fn: (tx: TxOf<DB>) => Promise<T>, options?: DrizzleLockOptions) =>
-      lockedTransaction(db, target, fn, withDefaults(tryDefaults, options), true) as Promise<TryResult<T>>,
-    lock: (tx, target, options) => lockInTx(tx, target, withDefaults(lockDefaults, options), db),
-    tryLock: (tx, target, options) => tryLockInTx(tx, target, withDefaults(tryLockDefaults, options), db),
-    isLocked: (key) => isLocked(db, key, { namespace: defaults.namespace }),
-    inspectLocks: () => inspectLocks(db),
-  };
+export function advisoryLocks<D extends Db>(db: D, defaults?: AdvisoryLocksOptions<Settings>) {
+  const locks = createAdvisoryLocks(drizzlePort, db, defaults);
+  drizzleHandle(db, 'advisoryLocks');
+  return locks as DrizzleAdvisoryLocks<TxOf<D>>;
 }
+
+/**
+ * Runs `fn` in `db.transaction(async (tx) => …)` whose first statement takes the lock; COMMIT (or
+ * ROLLBACK when `fn` throws) releases it. Given a transaction, or called inside a running callback
+ * on the same database, it nests there with a savepoint, and the lock lasts until that outer
+ * transaction ends.
+ *
+ * @example
+ * ```ts
+ * import { withLock } from '@pglock/drizzle';
+ *
+ * await withLock(db, ['account:1', 'account:2'], async (tx) => {
+ *   await tx.update(accounts).set({ balance: sql`balance - 10` }).where(eq(accounts.id, 1));
+ *   await tx.update(accounts).set({ balance: sql`balance + 10` }).where(eq(accounts.id, 2));
+ * }, { timeoutMs: 5_000, transaction: { isolationLevel: 'read committed' } });
+ * ```
+ */
+export const withLock = <D extends Db, T>(db: D, target: LockTarget, fn: Body<D, T>, options?: Options) =>
+  verbs(db).withLock(target, fn, options);
+
+/**
+ * Like {@link withLock}, but resolves `{ acquired: false }` (the transaction rolled back, `fn` not
+ * run) when the lock is taken. Tries once unless `timeoutMs` is set.
+ *
+ * @example
+ * ```ts
+ * import { tryWithLock } from '@pglock/drizzle';
+ *
+ * const run = await tryWithLock(db, 'job:nightly-report', async (tx) => buildReport(tx));
+ * if (!run.acquired) console.log('another worker has it');
+ * ```
+ */
+export const tryWithLock = <D extends Db, T>(db: D, target: LockTarget, fn: Body<D, T>, options?: Options) =>
+  verbs(db).tryWithLock(target, fn, options);
+
+/**
+ * Takes a transaction-scoped lock inside your own `db.transaction`; held until it ends. Only a `tx`
+ * type-checks (a database is `LockUsageError` at run time too: in autocommit the lock would end at
+ * once). When not acquired in time the transaction has failed: let the error leave the callback.
+ *
+ * @example
+ * ```ts
+ * import { lock } from '@pglock/drizzle';
+ *
+ * await db.transaction(async (tx) => {
+ *   await lock(tx, `account:${id}`, { timeoutMs: 2_000 });
+ *   await tx.update(accounts).set({ frozen: true }).where(eq(accounts.id, id));
+ * });
+ * ```
+ */
+export const lock = (tx: Tx, target: LockTarget, options?: LockOptions): Promise<void> =>
+  onTx(tx).lock(tx, target, options);
+
+/**
+ * Tries a transaction-scoped lock inside your own `db.transaction`: `true` when held until it ends,
+ * `false` when taken (the transaction stays usable). Tries once unless `timeoutMs` is set.
+ *
+ * @example
+ * ```ts
+ * import { tryLock } from '@pglock/drizzle';
+ *
+ * await db.transaction(async (tx) => {
+ *   if (!(await tryLock(tx, 'job:cleanup'))) return;
+ *   await tx.delete(sessions).where(lt(sessions.expiresAt, new Date()));
+ * });
+ * ```
+ */
+export const tryLock = (tx: Tx, target: LockTarget, options?: LockOptions): Promise<boolean> =>
+  onTx(tx).tryLock(tx, target, options);
+
+/**
+ * True when any session holds `key`: a snapshot, for dashboards and tests (to take a lock only when
+ * free, use {@link tryWithLock}). Takes a database or a transaction.
+ *
+ * @example
+ * ```ts
+ * import { isLocked } from '@pglock/drizzle';
+ *
+ * console.log(await isLocked(db, 'job:nightly-report'));
+ * ```
+ */
+export const isLocked = (db: Db, key: LockKeyInput, options?: Pick<LockOptions, 'namespace'>) =>
+  verbs(db).isLocked(key, options);
+
+/**
+ * Every advisory lock in the current database with its holders and waiters. Takes a database or a
+ * transaction (on PGlite, pass the transaction while one runs: PGlite runs one at a time).
+ *
+ * @example
+ * ```ts
+ * import { inspectLocks } from '@pglock/drizzle';
+ *
+ * console.table(await inspectLocks(db));
+ * ```
+ */
+export const inspectLocks = (db: Db) => verbs(db).inspectLocks();
+
+/**
+ * Takes a session lock on a connection of its own and keeps it until `release()` (or the
+ * connection's death, reported through `signal`). Over a `pg.Pool` a client is checked out; over a
+ * `pg.Client` or postgres.js a connection is opened with the same settings. Refused through a
+ * transaction-mode pooler, and on PGlite.
+ *
+ * @example
+ * ```ts
+ * import { acquireSessionLock } from '@pglock/drizzle';
+ *
+ * await using leader = await acquireSessionLock(db, 'scheduler-leader');
+ * while (!leader.signal.aborted) await runSchedulerTick();
+ * ```
+ */
+export const acquireSessionLock = (db: Root, target: LockTarget, options?: SessionLockOptions) =>
+  verbs(db).acquireSessionLock(target, options);
+
+/**
+ * Like {@link acquireSessionLock}, but resolves `undefined` when the lock is taken elsewhere. Tries
+ * once unless `timeoutMs` is set.
+ *
+ * @example
+ * ```ts
+ * import { tryAcquireSessionLock } from '@pglock/drizzle';
+ *
+ * const leader = await tryAcquireSessionLock(db, 'scheduler-leader');
+ * if (leader) startScheduling(leader.signal);
+ * ```
+ */
+export const tryAcquireSessionLock = (db: Root, target: LockTarget, options?: SessionLockOptions) =>
+  verbs(db).tryAcquireSessionLock(target, options);
+
+/**
+ * Runs `fn(signal)` while holding a session lock and releases it after; `signal` aborts with
+ * `LockLostError` when the connection dies meanwhile. `fn`'s error wins over a release failure.
+ *
+ * @example
+ * ```ts
+ * import { withSessionLock } from '@pglock/drizzle';
+ *
+ * await withSessionLock(db, 'reindex', async (signal) => {
+ *   for (const table of tables) {
+ *     signal.throwIfAborted();
+ *     await reindex(table);
+ *   }
+ * });
+ * ```
+ */
+export const withSessionLock = <T>(
+  db: Root,
+  target: LockTarget,
+  fn: Guarded<T>,
+  options?: SessionLockOptions,
+) => verbs(db).withSessionLock(target, fn, options);
+
+/**
+ * Runs `fn` at most once per period across every process, in `db.transaction` that tries the name's
+ * lock and records the period's run in `pglock_jobs` (create it once with `JOBS_TABLE_DDL`, or the DDL
+ * `pglock schema` prints). Resolves `{ ran: true, value, period }`, or `{ ran: false, reason }`; a job
+ * that throws uses up nothing: its error reaches you, everything rolls back, the next caller runs it.
+ *
+ * @example
+ * ```ts
+ * import { runOnce } from '@pglock/drizzle';
+ *
+ * // Every instance fires the same cron tick; one of them rebuilds the leaderboard each hour.
+ * const result = await runOnce(db, 'leaderboard', { per: '1h' }, async (tx) => rebuildLeaderboard(tx));
+ * if (!result.ran) console.log(`not this time: ${result.reason}`);
+ * ```
+ */
+export const runOnce = <D extends Db, T>(
+  db: D,
+  name: string,
+  options: RunOnceOptions<Settings>,
+  fn: Job<D, T>,
+) => verbs(db).runOnce(name, options, fn);
+
+/**
+ * Campaigns for leadership of `name` on a session lock of its own until `stop()`. Once elected,
+ * `onElected({ term, signal })` runs: `term` is a fencing token (greater than every earlier term of
+ * the name), `signal` aborts when leadership is lost or on `stop()`.
+ *
+ * @example
+ * ```ts
+ * import { leader } from '@pglock/drizzle';
+ *
+ * const campaign = leader(db, 'scheduler', {
+ *   onElected: ({ term, signal }) => {
+ *     const timer = setInterval(() => void enqueueDueJobs(term), 1_000);
+ *     signal.addEventListener('abort', () => clearInterval(timer));
+ *   },
+ * });
+ * process.once('SIGTERM', () => void campaign.stop());
+ * ```
+ */
+export const leader = (db: Root, name: string, options: LeaderOptions) => verbs(db).leader(name, options);

@@ -1,60 +1,79 @@
-import type { SQLWrapper } from 'drizzle-orm';
+import type { TransactionSettings } from '@pglock/core';
 
 /**
- * The slice of Drizzle that this adapter calls, typed by those members alone (as Kysely's
- * `PostgresPool` is) rather than by one driver's class: node-postgres (Pool or Client), postgres.js
- * and PGlite databases all match, and so do apps on other 0.45.x releases.
+ * The transaction settings Drizzle's `db.transaction(fn, config)` applies (its `PgTransactionConfig`).
+ *
+ * @example
+ * ```ts
+ * import type { DrizzleTransactionSettings } from '@pglock/drizzle';
+ *
+ * const settings: DrizzleTransactionSettings = { isolationLevel: 'serializable', accessMode: 'read only' };
+ * ```
  */
-export interface DrizzleExecutes {
-  execute(query: SQLWrapper | string): PromiseLike<unknown>;
+export type DrizzleTransactionSettings = Pick<
+  TransactionSettings,
+  'isolationLevel' | 'accessMode' | 'deferrable'
+>;
+
+/**
+ * A Drizzle PostgreSQL database or transaction, typed by the one member pglock's types read (as
+ * Kysely's `PostgresPool` is), so that every driver's class of drizzle-orm 0.44, 0.45 and 1.0 fits.
+ * At run time pglock accepts the node-postgres, postgres.js and PGlite drivers.
+ *
+ * @example
+ * ```ts
+ * import type { DrizzleDatabaseLike } from '@pglock/drizzle';
+ *
+ * const handle: DrizzleDatabaseLike = drizzle({ client: pool });
+ * ```
+ */
+export interface DrizzleDatabaseLike {
+  transaction<T>(fn: (tx: unknown) => Promise<T>, config?: never): Promise<T>;
 }
 
 /**
- * Drizzle's transaction options (`PgTransactionConfig`), passed through to `db.transaction`. They
- * become SQL text in Drizzle, so pglock checks them against the fixed lists first.
+ * A top-level Drizzle database (it has `$client`), not a transaction: what session locks and
+ * `migrateWithLock` take, since they pin a connection of their own.
+ *
+ * @example
+ * ```ts
+ * import type { DrizzleRootDatabase } from '@pglock/drizzle';
+ *
+ * const db: DrizzleRootDatabase = drizzle({ client: new pg.Pool() });
+ * ```
  */
-export interface DrizzleTransactionConfig {
-  readonly isolationLevel?: 'read uncommitted' | 'read committed' | 'repeatable read' | 'serializable';
-  readonly accessMode?: 'read only' | 'read write';
-  readonly deferrable?: boolean;
+export interface DrizzleRootDatabase extends DrizzleDatabaseLike {
+  readonly $client: object;
 }
 
 /**
- * A Drizzle PostgreSQL database, or a transaction (where `transaction` opens a savepoint): anything
- * with `execute` and `transaction`. `tx: unknown` accepts every driver's transaction class (a callback
- * taking `unknown` can be given any `tx`), while {@link TxOf} reads the real one, with the user's
- * schema, back from `DB`.
+ * A Drizzle transaction only: the `tx` of `db.transaction(async (tx) => …)` (`PgTransaction` in 0.44
+ * and 0.45, `PgAsyncTransaction` in 1.0). `rollback()` exists on a transaction and not on a database,
+ * so passing a top-level database (each of whose statements may run on any pooled connection, in
+ * autocommit) to `lock`/`tryLock` is a compile-time error.
+ *
+ * @example
+ * ```ts
+ * import { type DrizzleTransactionLike, lock } from '@pglock/drizzle';
+ *
+ * const debit = async (tx: DrizzleTransactionLike) => lock(tx, 'ledger');
+ * ```
  */
-export interface DrizzleDatabaseLike extends DrizzleExecutes {
-  transaction<T>(fn: (tx: unknown) => Promise<T>, config?: DrizzleTransactionConfig): Promise<T>;
-}
-
-/**
- * A Drizzle transaction only: the `tx` of `db.transaction(async (tx) => …)`. `rollback()` exists on
- * `PgTransaction` and not on `PgDatabase`, so passing a top-level database (whose statements may
- * each run on a different pooled connection, outside any transaction) is a compile-time error.
- */
-export interface DrizzleTransactionLike extends DrizzleExecutes {
+export interface DrizzleTransactionLike extends DrizzleDatabaseLike {
   rollback(): never;
 }
 
 /**
- * The transaction type of `DB`: what its `transaction` callback receives (for example
- * `PgTransaction<NodePgQueryResultHKT, typeof schema, …>`, so `tx.query.users` keeps its types).
+ * The transaction type of `DB`: what its `transaction` callback receives, schema included (so
+ * `tx.query.users` keeps its types). Type a helper's `tx` parameter with it.
  *
  * @example
  * ```ts
  * import type { TxOf } from '@pglock/drizzle';
  *
- * type Tx = TxOf<typeof db>;
- * async function debit(tx: Tx, id: number) {
+ * async function debit(tx: TxOf<typeof db>, id: number) {
  *   await tx.update(accounts).set({ balance: 0 }).where(eq(accounts.id, id));
  * }
  * ```
  */
 export type TxOf<DB extends DrizzleDatabaseLike> = Parameters<Parameters<DB['transaction']>[0]>[0];
-
-/** A Drizzle database `migrateWithLock` can open a dedicated connection from: it has `$client`. */
-export interface DrizzleMigratableDatabase extends DrizzleDatabaseLike {
-  readonly $client: object;
-}

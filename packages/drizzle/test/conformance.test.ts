@@ -1,7 +1,14 @@
 import { runConformance } from '@pglock/test-kit';
-import { nodePgClientHarness, nodePgPoolHarness, pgliteHarness, postgresJsHarness } from './harness.ts';
+import {
+  nodePgClientHarness,
+  nodePgPoolHarness,
+  pgliteHarness,
+  postgresJsCamelHarness,
+  postgresJsHarness,
+} from './harness.ts';
 
 runConformance(nodePgPoolHarness);
 runConformance(nodePgClientHarness);
 runConformance(postgresJsHarness);
+runConformance(postgresJsCamelHarness);
 runConformance(pgliteHarness);

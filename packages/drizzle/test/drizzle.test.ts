@@ -1,25 +1,26 @@
+// What is specific to @pglock/drizzle (the kit's suites cover the behaviour every adapter shares):
+// recognising Drizzle's databases and transactions of each driver and drizzle-orm version, the
+// plain lock(tx) on every driver, errors of a checked-out pg client, and postgres.js session locks
+// on a connection of their own.
 import { PGlite } from '@electric-sql/pglite';
-import * as pgAdapter from '@pglock/pg';
-import { Backdoor, countingPool, deferred } from '@pglock/test-kit';
+import { Backdoor, countingPool, deferred, settlesWithin, sleep } from '@pglock/test-kit';
+import { sql } from 'drizzle-orm';
 import { drizzle as drizzleNodePg } from 'drizzle-orm/node-postgres';
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
 import { drizzle as drizzlePostgresJs } from 'drizzle-orm/postgres-js';
-import pg from 'pg';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import {
-  AdvisoryLockError,
+  acquireSessionLock,
   advisoryLocks,
   type DrizzleDatabaseLike,
-  type DrizzleExecutes,
   type DrizzleTransactionLike,
   InvalidLockOptionsError,
-  inspectLocks,
-  LockAbortedError,
+  LockLostError,
+  LockUsageError,
   lock,
   lockKey,
   tryLock,
-  tryWithLock,
   withLock,
 } from '../src/index.ts';
 import { sqlOf } from './harness.ts';
@@ -31,178 +32,145 @@ const keyOf = (name: string) => (lockKey(name) as { value: bigint }).value;
 let backdoor: Backdoor;
 const counted = countingPool({ connectionString: url, max: 4 });
 const poolDb = drizzleNodePg({ client: counted.pool });
-const postgresJs = postgres(url, { max: 4, onnotice: () => undefined });
+const postgresJs = postgres(url, { max: 2, onnotice: () => undefined });
 const postgresJsDb = drizzlePostgresJs({ client: postgresJs });
-const client = new pg.Client({ connectionString: url });
-const clientDb = drizzleNodePg({ client });
 const pglite = new PGlite();
 const pgliteDb = drizzlePglite({ client: pglite });
-const pgPool = new pg.Pool({ connectionString: url, max: 2 });
 
 beforeAll(async () => {
   backdoor = await Backdoor.open(url);
-  await client.connect();
 });
 afterAll(async () => {
-  await Promise.all([backdoor.close(), counted.pool.end(), postgresJs.end(), client.end(), pglite.close()]);
-  await pgPool.end();
+  await Promise.all([backdoor.close(), counted.pool.end(), postgresJs.end({ timeout: 5 }), pglite.close()]);
 });
 
-describe('one lock across adapters', () => {
-  it('the same name through @pglock/drizzle and @pglock/pg is one PostgreSQL lock', async () => {
-    const name = unique('cross');
-    const entered = deferred<number>();
-    const leave = deferred();
-    const held = withLock(postgresJsDb, name, async (tx) => {
-      entered.resolve(Number((await sqlOf(tx)('SELECT pg_backend_pid() AS pid'))[0]?.pid));
-      await leave.promise;
-    });
-    const pid = await entered.promise;
-    expect(await backdoor.locksOn(keyOf(name))).toEqual([{ pid, granted: true, mode: 'ExclusiveLock' }]);
-    expect(await pgAdapter.tryWithLock(pgPool, name, async () => 'pg')).toEqual({ acquired: false });
-    expect(await pgAdapter.isLocked(pgPool, name)).toBe(true);
-    leave.resolve();
-    await held;
-    // And the other way round: a lock held through @pglock/pg excludes Drizzle.
-    await pgAdapter.withLock(pgPool, name, async () => {
-      expect(await tryWithLock(poolDb, name, async () => 'drizzle')).toEqual({ acquired: false });
-    });
-    expect(await tryWithLock(poolDb, name, async () => 'drizzle')).toEqual({
-      acquired: true,
-      value: 'drizzle',
-    });
-  });
-});
-
-describe('Drizzle transaction config', () => {
-  it('passes isolationLevel, accessMode and deferrable through to db.transaction', async () => {
-    for (const db of [poolDb, postgresJsDb, clientDb] as DrizzleDatabaseLike[]) {
-      const seen = await withLock(
-        db,
-        unique('config'),
-        async (tx) =>
-          (
-            await sqlOf(tx as DrizzleExecutes)(
-              "SELECT current_setting('transaction_isolation') AS iso, current_setting('transaction_read_only') AS ro, current_setting('transaction_deferrable') AS def",
-            )
-          )[0],
-        { transaction: { isolationLevel: 'serializable', accessMode: 'read only', deferrable: true } },
-      );
-      expect(seen).toEqual({ iso: 'serializable', ro: 'on', def: 'on' });
-    }
-  });
-
-  it('rejects an isolation level outside the list (Drizzle pastes it into SQL) before any SQL', async () => {
+describe('what @pglock/drizzle accepts', () => {
+  it('a handle that is not a Drizzle database of a supported driver is LockUsageError, before any SQL', async () => {
+    const impostor = { transaction: async <T>(fn: (tx: unknown) => Promise<T>) => fn({}) };
+    expect(() => advisoryLocks(impostor)).toThrow(LockUsageError);
     const before = counted.count();
-    const error = await withLock(poolDb, unique('bad-config'), async () => 'ran', {
-      transaction: { isolationLevel: 'serializable; DROP TABLE x' as 'serializable' },
-    }).catch((e: unknown) => e);
-    expect(InvalidLockOptionsError.is(error)).toBe(true);
+    const error = await withLock(impostor, unique('impostor'), async () => 'ran').catch((e: unknown) => e);
+    expect(LockUsageError.is(error), String(error)).toBe(true);
+    expect((error as Error).message).toMatch(/node-postgres.*postgres-js.*pglite/);
     expect(counted.count()).toBe(before);
   });
 
-  it('refuses transaction config on a nested withLock (a savepoint cannot take it)', async () => {
-    const error = await poolDb
-      .transaction((tx) =>
-        withLock(tx, unique('nested-config'), async () => 'ran', {
-          transaction: { isolationLevel: 'serializable' },
-        }),
-      )
-      .catch((e: unknown) => e);
-    expect(InvalidLockOptionsError.is(error)).toBe(true);
+  it('a database made from a URL (Drizzle opens its own pg.Pool) works, session locks included', async () => {
+    const db = drizzleNodePg(url);
+    try {
+      const name = unique('from-url');
+      expect(await withLock(db, name, async (tx) => (await sqlOf(tx)('SELECT 1 AS one'))[0]?.one)).toBe(1);
+      const handle = await acquireSessionLock(db, name);
+      expect(await backdoor.locksOn(keyOf(name))).toEqual([
+        { pid: handle.pid, granted: true, mode: 'ExclusiveLock' },
+      ]);
+      await handle.release();
+    } finally {
+      await db.$client.end();
+    }
   });
 });
 
-describe('nesting and misuse', () => {
-  it('withLock on a tx opens a savepoint; the lock lasts until the outer transaction ends', async () => {
-    const name = unique('nested');
-    await postgresJsDb.transaction(async (tx) => {
-      const value = await withLock(tx, name, async (inner) => {
-        expect(await advisoryLocks(poolDb).isLocked(name)).toBe(true);
-        return (await sqlOf(inner)('SELECT 1 AS one'))[0]?.one;
-      });
-      expect(value).toBe(1);
-      expect(await advisoryLocks(poolDb).isLocked(name)).toBe(true);
-    });
-    expect(await advisoryLocks(poolDb).isLocked(name)).toBe(false);
-  });
-
-  it('lock() and tryLock() refuse a top-level database (a cast around the types) before any SQL', async () => {
-    const before = counted.count();
-    for (const run of [
-      () => lock(poolDb as unknown as DrizzleTransactionLike, unique('misuse')),
-      () => tryLock(poolDb as unknown as DrizzleTransactionLike, unique('misuse')),
-    ]) {
-      const error = await run().catch((e: unknown) => e);
-      expect(AdvisoryLockError.is(error) && error.code).toBe('LOCK_USAGE');
-    }
-    expect(counted.count()).toBe(before);
-  });
-
-  it('signal is refused up front where nothing can cancel a wait (pg.Client, PGlite, plain lock(tx))', async () => {
-    const signal = new AbortController().signal;
-    for (const db of [clientDb, pgliteDb] as DrizzleDatabaseLike[]) {
-      const error = await withLock(db, unique('no-cancel'), async () => 'ran', {
-        signal,
-      }).catch((e: unknown) => e);
-      expect(InvalidLockOptionsError.is(error)).toBe(true);
-    }
-    const error = await poolDb
-      .transaction((tx) => lock(tx, unique('no-cancel-tx'), { signal }))
-      .catch((e: unknown) => e);
-    expect(InvalidLockOptionsError.is(error)).toBe(true);
-    // A single try needs no cancel, so a signal is fine there.
-    expect(await tryWithLock(clientDb, unique('try'), async () => 'ok', { signal })).toEqual({
-      acquired: true,
-      value: 'ok',
-    });
-  });
-});
-
-describe('abort through advisoryLocks(db).lock(tx)', () => {
+describe('lock(tx) and tryLock(tx), the plain functions', () => {
   it.each([
-    ['node-postgres Pool', poolDb],
+    ['node-postgres', poolDb],
     ['postgres.js', postgresJsDb],
-  ] as const)(
-    '%s: the wait inside the caller\u2019s transaction is cancelled through the root database',
-    async (_label, db) => {
-      const name = unique('abort-tx');
-      const key = keyOf(name);
-      const locks = advisoryLocks(db as typeof poolDb);
-      await pgAdapter.withLock(pgPool, name, async () => {
-        const controller = new AbortController();
-        const waiting = poolDb
-          .transaction(async () => undefined)
-          .then(() =>
-            (db as typeof poolDb)
-              .transaction((tx) => locks.lock(tx, name, { signal: controller.signal }))
-              .catch((e: unknown) => e),
-          );
-        await backdoor.waitForWaiters(key, 1);
-        controller.abort(new Error('deploy cancelled'));
-        const error = await waiting;
-        expect(LockAbortedError.is(error)).toBe(true);
-        expect((await backdoor.locksOn(key)).filter((l) => !l.granted)).toEqual([]);
-      });
-    },
-  );
+    ['PGlite', pgliteDb],
+  ] as const)('%s: lock a transaction of the ORM; held until it ends', async (_driver, db) => {
+    const name = unique('plain-lock');
+    const seen = await (db as typeof poolDb).transaction(async (tx) => {
+      await lock(tx, name, { timeoutMs: 1_000 });
+      return { again: await tryLock(tx, name), mine: await advisoryLocks(tx).isLocked(name) };
+    });
+    expect(seen).toEqual({ again: true, mine: true });
+    expect(await advisoryLocks(db as DrizzleDatabaseLike).isLocked(name)).toBe(false);
+  });
+
+  it('a database passed as a transaction (around the types) is LockUsageError before any SQL', async () => {
+    const before = counted.count();
+    for (const db of [poolDb, postgresJsDb, pgliteDb]) {
+      for (const run of [lock, tryLock]) {
+        const error = await run(db as unknown as DrizzleTransactionLike, unique('misuse')).catch(
+          (e: unknown) => e,
+        );
+        expect(LockUsageError.is(error), String(error)).toBe(true);
+      }
+    }
+    expect(counted.count()).toBe(before);
+  });
+
+  it('signal is refused up front on PGlite (one in-process connection: nothing can interrupt a wait)', async () => {
+    const signal = new AbortController().signal;
+    const inTx = await pgliteDb
+      .transaction((tx) => lock(tx, unique('pglite-signal'), { signal }))
+      .catch((e: unknown) => e);
+    expect(InvalidLockOptionsError.is(inTx)).toBe(true);
+    const outside = await withLock(pgliteDb, unique('pglite-signal'), async () => 'ran', { signal }).catch(
+      (e: unknown) => e,
+    );
+    expect(InvalidLockOptionsError.is(outside)).toBe(true);
+  });
 });
 
-describe('PGlite (one connection)', () => {
-  it('lock, tryLock, multi-key and inspection work; its own locks are re-entrant', async () => {
-    const name = unique('pglite');
-    const locks = advisoryLocks(pgliteDb);
-    const seen = await pgliteDb.transaction(async (tx) => {
-      await locks.lock(tx, [name, `${name}:b`]);
-      const again = await locks.tryLock(tx, name);
-      // Through tx: PGlite runs one transaction at a time, so the root db would wait for this one to end.
-      const inspected = await inspectLocks(tx);
-      return { again, mine: inspected.filter((l) => l.ownSession && l.granted).length };
-    });
-    expect(seen).toEqual({ again: true, mine: 2 });
-    expect(await locks.isLocked(name)).toBe(false);
-    expect(await locks.withLock([name, 42n, { pair: [1, 2] }], async () => 'done', { timeoutMs: 100 })).toBe(
-      'done',
-    );
+describe('node-postgres', () => {
+  it('a backend terminated while the callback runs no statement is an error of the call, never an unhandled one', async () => {
+    // No 'error' listener of the app's: drizzle-orm 0.44/0.45 add none to the client they check out.
+    const { pool } = countingPool({ connectionString: url, max: 2 }, { errorListeners: false });
+    const db = drizzleNodePg({ client: pool });
+    const crashes: unknown[] = [];
+    const record = (error: unknown) => crashes.push(error);
+    process.on('uncaughtException', record);
+    try {
+      const error = await withLock(db, unique('terminated'), async (tx) => {
+        const [row] = await sqlOf(tx)('SELECT pg_backend_pid() AS pid');
+        await backdoor.terminate(Number(row?.pid));
+        await sleep(100);
+      }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(Error);
+      // The pool replaced the dead client.
+      expect(await withLock(db, unique('after'), async () => 'ok')).toBe('ok');
+      expect(crashes).toEqual([]);
+    } finally {
+      process.off('uncaughtException', record);
+      pool.on('error', () => undefined);
+      await pool.end();
+    }
+  });
+});
+
+describe('postgres.js session locks (a connection of their own)', () => {
+  it('are held outside the app’s pool, which stays free and ends without waiting for them', async () => {
+    const app = postgres(url, { max: 1, onnotice: () => undefined });
+    const db = drizzlePostgresJs({ client: app });
+    const name = unique('own-connection');
+    const handle = await acquireSessionLock(db, name);
+    // The app's only connection is not the one holding the lock.
+    const [{ pid } = { pid: 0 }] = await app<{ pid: number }[]>`SELECT pg_backend_pid() AS pid`;
+    expect(pid).not.toBe(handle.pid);
+    await handle.release();
+    expect(await backdoor.locksOn(keyOf(name))).toEqual([]);
+    await settlesWithin(app.end({ timeout: 5 }), 5_000, 'end()');
+  });
+
+  it('a terminated backend: the lock is lost, nothing more is written to it, the app’s pool goes on', async () => {
+    const app = postgres(url, { max: 2, onnotice: () => undefined });
+    const db = drizzlePostgresJs({ client: app });
+    const crashes: unknown[] = [];
+    const record = (error: unknown) => crashes.push(error);
+    process.on('uncaughtException', record);
+    try {
+      const handle = await acquireSessionLock(db, unique('terminated'), { heartbeatMs: 100 });
+      const lost = deferred<unknown>();
+      handle.signal.addEventListener('abort', () => lost.resolve(handle.signal.reason));
+      await backdoor.terminate(handle.pid);
+      expect(LockLostError.is(await settlesWithin(lost.promise, 5_000, 'the lost signal'))).toBe(true);
+      expect(LockLostError.is(await handle.release().catch((e: unknown) => e))).toBe(true);
+      await sleep(300);
+      expect((await db.execute(sql`SELECT 1 AS one`))[0]).toEqual({ one: 1 });
+      expect(crashes).toEqual([]);
+    } finally {
+      process.off('uncaughtException', record);
+      await app.end({ timeout: 5 });
+    }
   });
 });

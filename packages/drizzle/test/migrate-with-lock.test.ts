@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { cp, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -7,11 +7,14 @@ import { fileURLToPath } from 'node:url';
 import { Backdoor } from '@pglock/test-kit';
 import { drizzle as drizzleNodePg } from 'drizzle-orm/node-postgres';
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
+import { drizzle as drizzlePostgresJs } from 'drizzle-orm/postgres-js';
+import { npmVersion } from 'drizzle-orm/version';
 import pg from 'pg';
+import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import {
   AdvisoryLockError,
-  type DrizzleMigratableDatabase,
+  type DrizzleRootDatabase,
   LockNotAcquiredError,
   lockKey,
   MIGRATION_LOCK_KEY,
@@ -32,14 +35,29 @@ afterAll(async () => {
   await backdoor.close();
 });
 
-/** A copy of the fixture migrations writing into a fresh schema (which also holds Drizzle's journal table). */
+const migrations = [
+  { tag: '0000_init', when: '20231114221320' },
+  { tag: '0001_note', when: '20231114221321' },
+];
+
+/**
+ * A copy of the fixture migrations writing into a fresh schema (which also holds Drizzle's journal
+ * table), in the folder layout of the drizzle-orm under test: 0.x reads `meta/_journal.json` and
+ * `<tag>.sql`, 1.0 one folder per migration, `<timestamp>_<name>/migration.sql`.
+ */
 async function freshMigrations(): Promise<{ folder: string; schema: string }> {
   const schema = `pglock_mig_${crypto.randomUUID().replaceAll('-', '').slice(0, 12)}`;
   const folder = await mkdtemp(join(tmpdir(), 'pglock-drizzle-migrations-'));
-  await cp(fixture, folder, { recursive: true });
-  for (const file of (await readdir(folder)).filter((f) => f.endsWith('.sql'))) {
-    const text = await readFile(join(folder, file), 'utf8');
-    await writeFile(join(folder, file), text.replaceAll('__SCHEMA__', schema));
+  const v1 = Number(npmVersion.split('.')[0]) >= 1;
+  if (!v1) {
+    await mkdir(join(folder, 'meta'));
+    await writeFile(join(folder, 'meta/_journal.json'), await readFile(join(fixture, 'meta/_journal.json')));
+  }
+  for (const { tag, when } of migrations) {
+    const text = (await readFile(join(fixture, `${tag}.sql`), 'utf8')).replaceAll('__SCHEMA__', schema);
+    const name = `${when}_${tag.slice(5)}`;
+    if (v1) await mkdir(join(folder, name));
+    await writeFile(join(folder, v1 ? `${name}/migration.sql` : `${tag}.sql`), text);
   }
   await backdoor.query(`CREATE SCHEMA ${schema}`);
   await backdoor.query(`CREATE TABLE ${schema}.runs (migration text NOT NULL, pid int NOT NULL)`);
@@ -154,14 +172,36 @@ describe('migrateWithLock', () => {
     }
   });
 
+  it('over a pg.Pool of one connection, a lone pg.Client and postgres.js: migrates in process, leaves nothing locked', async () => {
+    const pool = new pg.Pool({ connectionString: url, max: 1 });
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    const sql = postgres(url, { max: 1, onnotice: () => undefined });
+    try {
+      for (const db of [
+        drizzleNodePg({ client: pool }),
+        drizzleNodePg({ client }),
+        drizzlePostgresJs({ client: sql }),
+      ]) {
+        const { folder, schema } = await freshMigrations();
+        await migrateWithLock(db, { migrationsFolder: folder, migrationsSchema: schema, timeoutMs: 10_000 });
+        expect(await applied(schema)).toEqual({ runs: ['0000_init', '0001_note'], journal: 2 });
+        expect(await backdoor.locksOn((MIGRATION_LOCK_KEY as { value: bigint }).value)).toEqual([]);
+      }
+      // The app's own connections are still usable.
+      expect((await pool.query('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
+      expect((await client.query('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
+    } finally {
+      await Promise.all([pool.end(), client.end(), sql.end({ timeout: 5 })]);
+    }
+  });
+
   it('refuses a transaction, a PGlite database and a missing folder before any SQL', async () => {
     const pool = new pg.Pool({ connectionString: url, max: 1 });
     const db = drizzleNodePg({ client: pool });
     try {
       const inTx = await db
-        .transaction((tx) =>
-          migrateWithLock(tx as unknown as DrizzleMigratableDatabase, { migrationsFolder: 'x' }),
-        )
+        .transaction((tx) => migrateWithLock(tx as unknown as DrizzleRootDatabase, { migrationsFolder: 'x' }))
         .catch((e: unknown) => e);
       expect(AdvisoryLockError.is(inTx) && inTx.code).toBe('LOCK_USAGE');
       const lite = drizzlePglite();

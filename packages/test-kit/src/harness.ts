@@ -29,6 +29,11 @@ export interface Capabilities {
   /** The adapter offers session locks (it can pin a connection). */
   readonly session: boolean;
   /**
+   * Where a session lock's connection comes from: `'pooled'` (checked out of the instance's pool
+   * and handed back on release; the default) or `'own'` (opened for the lock, closed on release).
+   */
+  readonly sessionConnection?: 'pooled' | 'own' | undefined;
+  /**
    * One instance runs several lock calls at once (it has a pool). Default true; false for an
    * instance over one client, which runs one transaction at a time (in-process queue and
    * pool-exhaustion suites skip).

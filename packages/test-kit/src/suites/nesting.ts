@@ -15,6 +15,12 @@ export function nestingSuite(ctx: SuiteContext): void {
     'one connection only: nothing can contend',
   );
 
+  const noBackdoor = missing(
+    ctx.harness.capabilities,
+    'contention',
+    'an in-process database of its own: the backdoor cannot see its tables and locks',
+  );
+
   describe('nesting', () => {
     it('C9: withLock on the same key inside the callback is re-entrant: same connection, no wait', async () => {
       const { name, key } = ctx.name('reentrant');
@@ -44,113 +50,122 @@ export function nestingSuite(ctx: SuiteContext): void {
       expect(await ctx.backdoor.locksOn(key)).toEqual([]);
     });
 
-    it('A3: a nested callback that throws rolls its writes back to the savepoint; the outer transaction commits its own', async () => {
-      const { name } = ctx.name('nested-rollback');
-      const inner = ctx.name('nested-rollback-inner');
-      const table = ctx.table();
-      await ctx.backdoor.query(`CREATE TABLE ${table}_rows (v text)`);
-      const instance = await ctx.open();
-      const failure = new Error('inner failed');
-      await instance.withLock(name, async (sql) => {
-        await sql(`INSERT INTO ${table}_rows VALUES ('outer')`);
-        const error = await instance
-          .withLock(inner.name, async (nested) => {
-            await nested(`INSERT INTO ${table}_rows VALUES ('inner')`);
+    it.skipIf(noBackdoor)(
+      `A3: a nested callback that throws rolls its writes back to the savepoint; the outer transaction commits its own${skipped(noBackdoor)}`,
+      async () => {
+        const { name } = ctx.name('nested-rollback');
+        const inner = ctx.name('nested-rollback-inner');
+        const table = ctx.table();
+        await ctx.backdoor.query(`CREATE TABLE ${table}_rows (v text)`);
+        const instance = await ctx.open();
+        const failure = new Error('inner failed');
+        await instance.withLock(name, async (sql) => {
+          await sql(`INSERT INTO ${table}_rows VALUES ('outer')`);
+          const error = await instance
+            .withLock(inner.name, async (nested) => {
+              await nested(`INSERT INTO ${table}_rows VALUES ('inner')`);
+              throw failure;
+            })
+            .catch((e: unknown) => e);
+          expect(error).toBe(failure);
+          await instance.withLock(inner.name, async (nested) =>
+            nested(`INSERT INTO ${table}_rows VALUES ('inner kept')`),
+          );
+          // Nothing is committed before the outer callback ends.
+          expect(await ctx.backdoor.query(`SELECT v FROM ${table}_rows`)).toEqual([]);
+          await sql(`INSERT INTO ${table}_rows VALUES ('after')`);
+        });
+        expect((await ctx.backdoor.query(`SELECT v FROM ${table}_rows ORDER BY v`)).map((r) => r.v)).toEqual([
+          'after',
+          'inner kept',
+          'outer',
+        ]);
+      },
+    );
+
+    it.skipIf(noBackdoor)(
+      `A3: withLock given the callback's transaction nests there: the outer lock stays held and nothing is committed early${skipped(noBackdoor)}`,
+      async () => {
+        const outer = ctx.name('given-tx-outer');
+        const inner = ctx.name('given-tx-inner');
+        const table = ctx.table();
+        await ctx.backdoor.query(`CREATE TABLE ${table}_rows (v text)`);
+        const instance = await ctx.open();
+        const failure = new Error('outer fails after the nested call');
+        let seen: { rows: unknown[]; outer: unknown[]; inner: unknown[]; pid: number } | undefined;
+        const error = await instance.locks
+          .withLock(outer.name, async (tx) => {
+            const sql = instance.sqlOn(tx);
+            const pid = await pidOf(sql);
+            await sql(`INSERT INTO ${table}_rows VALUES ('outer')`);
+            const value = await settlesWithin(
+              instance.locksOn(tx).withLock(inner.name, async (nested) => {
+                await instance.sqlOn(nested)(`INSERT INTO ${table}_rows VALUES ('inner')`);
+                return pidOf(instance.sqlOn(nested));
+              }),
+              5_000,
+              'withLock on the transaction handle',
+            );
+            expect(value).toBe(pid);
+            seen = {
+              rows: await ctx.backdoor.query(`SELECT v FROM ${table}_rows`),
+              outer: await ctx.backdoor.locksOn(outer.key),
+              inner: await ctx.backdoor.locksOn(inner.key),
+              pid,
+            };
             throw failure;
           })
           .catch((e: unknown) => e);
         expect(error).toBe(failure);
-        await instance.withLock(inner.name, async (nested) =>
-          nested(`INSERT INTO ${table}_rows VALUES ('inner kept')`),
-        );
-        // Nothing is committed before the outer callback ends.
+        expect(seen?.rows).toEqual([]);
+        expect(seen?.outer).toEqual([{ pid: seen?.pid, granted: true, mode: 'ExclusiveLock' }]);
+        // A nested lock lives until the outer transaction ends.
+        expect(seen?.inner).toEqual([{ pid: seen?.pid, granted: true, mode: 'ExclusiveLock' }]);
         expect(await ctx.backdoor.query(`SELECT v FROM ${table}_rows`)).toEqual([]);
-        await sql(`INSERT INTO ${table}_rows VALUES ('after')`);
-      });
-      expect((await ctx.backdoor.query(`SELECT v FROM ${table}_rows ORDER BY v`)).map((r) => r.v)).toEqual([
-        'after',
-        'inner kept',
-        'outer',
-      ]);
-    });
+        expect(await ctx.backdoor.locksOn(outer.key)).toEqual([]);
+        expect(await ctx.backdoor.locksOn(inner.key)).toEqual([]);
+      },
+    );
 
-    it("A3: withLock given the callback's transaction nests there: the outer lock stays held and nothing is committed early", async () => {
-      const outer = ctx.name('given-tx-outer');
-      const inner = ctx.name('given-tx-inner');
-      const table = ctx.table();
-      await ctx.backdoor.query(`CREATE TABLE ${table}_rows (v text)`);
-      const instance = await ctx.open();
-      const failure = new Error('outer fails after the nested call');
-      let seen: { rows: unknown[]; outer: unknown[]; inner: unknown[]; pid: number } | undefined;
-      const error = await instance.locks
-        .withLock(outer.name, async (tx) => {
-          const sql = instance.sqlOn(tx);
-          const pid = await pidOf(sql);
-          await sql(`INSERT INTO ${table}_rows VALUES ('outer')`);
-          const value = await settlesWithin(
-            instance.locksOn(tx).withLock(inner.name, async (nested) => {
-              await instance.sqlOn(nested)(`INSERT INTO ${table}_rows VALUES ('inner')`);
-              return pidOf(instance.sqlOn(nested));
-            }),
-            5_000,
-            'withLock on the transaction handle',
-          );
-          expect(value).toBe(pid);
-          seen = {
-            rows: await ctx.backdoor.query(`SELECT v FROM ${table}_rows`),
-            outer: await ctx.backdoor.locksOn(outer.key),
-            inner: await ctx.backdoor.locksOn(inner.key),
-            pid,
-          };
-          throw failure;
-        })
-        .catch((e: unknown) => e);
-      expect(error).toBe(failure);
-      expect(seen?.rows).toEqual([]);
-      expect(seen?.outer).toEqual([{ pid: seen?.pid, granted: true, mode: 'ExclusiveLock' }]);
-      // A nested lock lives until the outer transaction ends.
-      expect(seen?.inner).toEqual([{ pid: seen?.pid, granted: true, mode: 'ExclusiveLock' }]);
-      expect(await ctx.backdoor.query(`SELECT v FROM ${table}_rows`)).toEqual([]);
-      expect(await ctx.backdoor.locksOn(outer.key)).toEqual([]);
-      expect(await ctx.backdoor.locksOn(inner.key)).toEqual([]);
-    });
-
-    it("A3: withLock given the ORM's own transaction nests there and never commits it", async () => {
-      const outer = ctx.name('orm-tx-outer');
-      const inner = ctx.name('orm-tx-inner');
-      const table = ctx.table();
-      await ctx.backdoor.query(`CREATE TABLE ${table}_rows (v text)`);
-      const instance = await ctx.open();
-      const failure = new Error('the caller rolls back');
-      const error = await instance
-        .transaction(async (tx) => {
-          if (tx.handle === undefined) throw new Error('the harness gives no transaction handle');
-          await tx.lock(outer.name);
-          const pid = await pidOf(tx.sql);
-          await tx.sql(`INSERT INTO ${table}_rows VALUES ('outer')`);
-          const value = await settlesWithin(
-            instance.locksOn(tx.handle).withLock(inner.name, async (nested) => {
-              await instance.sqlOn(nested)(`INSERT INTO ${table}_rows VALUES ('inner')`);
-              return 'nested';
-            }),
-            5_000,
-            "withLock on the ORM's transaction",
-          );
-          expect(value).toBe('nested');
-          expect(await ctx.backdoor.query(`SELECT v FROM ${table}_rows`)).toEqual([]);
-          expect(await ctx.backdoor.locksOn(outer.key)).toEqual([
-            { pid, granted: true, mode: 'ExclusiveLock' },
-          ]);
-          // The caller's transaction is still open and usable.
-          expect(await tx.sql(`SELECT count(*)::int AS n FROM ${table}_rows`)).toEqual([{ n: 2 }]);
-          throw failure;
-        })
-        .catch((e: unknown) => e);
-      expect(error).toBe(failure);
-      expect(await ctx.backdoor.query(`SELECT v FROM ${table}_rows`)).toEqual([]);
-      expect(await ctx.backdoor.locksOn(outer.key)).toEqual([]);
-      expect(await ctx.backdoor.locksOn(inner.key)).toEqual([]);
-    });
+    it.skipIf(noBackdoor)(
+      `A3: withLock given the ORM's own transaction nests there and never commits it${skipped(noBackdoor)}`,
+      async () => {
+        const outer = ctx.name('orm-tx-outer');
+        const inner = ctx.name('orm-tx-inner');
+        const table = ctx.table();
+        await ctx.backdoor.query(`CREATE TABLE ${table}_rows (v text)`);
+        const instance = await ctx.open();
+        const failure = new Error('the caller rolls back');
+        const error = await instance
+          .transaction(async (tx) => {
+            if (tx.handle === undefined) throw new Error('the harness gives no transaction handle');
+            await tx.lock(outer.name);
+            const pid = await pidOf(tx.sql);
+            await tx.sql(`INSERT INTO ${table}_rows VALUES ('outer')`);
+            const value = await settlesWithin(
+              instance.locksOn(tx.handle).withLock(inner.name, async (nested) => {
+                await instance.sqlOn(nested)(`INSERT INTO ${table}_rows VALUES ('inner')`);
+                return 'nested';
+              }),
+              5_000,
+              "withLock on the ORM's transaction",
+            );
+            expect(value).toBe('nested');
+            expect(await ctx.backdoor.query(`SELECT v FROM ${table}_rows`)).toEqual([]);
+            expect(await ctx.backdoor.locksOn(outer.key)).toEqual([
+              { pid, granted: true, mode: 'ExclusiveLock' },
+            ]);
+            // The caller's transaction is still open and usable.
+            expect(await tx.sql(`SELECT count(*)::int AS n FROM ${table}_rows`)).toEqual([{ n: 2 }]);
+            throw failure;
+          })
+          .catch((e: unknown) => e);
+        expect(error).toBe(failure);
+        expect(await ctx.backdoor.query(`SELECT v FROM ${table}_rows`)).toEqual([]);
+        expect(await ctx.backdoor.locksOn(outer.key)).toEqual([]);
+        expect(await ctx.backdoor.locksOn(inner.key)).toEqual([]);
+      },
+    );
 
     it('two nested calls at once on one transaction: the second is LockUsageError, never interleaved savepoints', async () => {
       const { name } = ctx.name('nested-concurrent');

@@ -13,7 +13,7 @@ import {
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { Backdoor } from '../backdoor.ts';
 import { Child } from '../child.ts';
-import { deferred, holdLock, missing, type SuiteContext } from '../context.ts';
+import { deferred, holdLock, missing, type SuiteContext, skipped } from '../context.ts';
 import type { AdapterInstance } from '../harness.ts';
 
 /** A database of the test server without `pglock_jobs`, for the missing-table paths. */
@@ -87,6 +87,11 @@ export function schedulingSuite(ctx: SuiteContext): void {
   const { capabilities } = ctx.harness;
   const noProcesses = missing(capabilities, 'multiProcess', 'the adapter cannot run in child processes');
   const noContention = missing(capabilities, 'contention', 'one connection only: nothing can contend');
+  const noBackdoor = missing(
+    capabilities,
+    'contention',
+    'an in-process database of its own: the backdoor cannot see its tables and locks',
+  );
   const noSession =
     missing(capabilities, 'session', 'the adapter cannot pin a connection for a session lock') ??
     (ctx.viaPooler ? 'a transaction-mode pooler cannot hold session locks (checked below)' : undefined);
@@ -94,53 +99,56 @@ export function schedulingSuite(ctx: SuiteContext): void {
   beforeAll(() => setUpDatabases(ctx.backdoor));
 
   describe('runOnce', () => {
-    it('runs once per period: done after it ran, and a throwing run uses up nothing', async () => {
-      const instance = await ctx.open();
-      const { name } = ctx.name('run-once');
-      const boom = new Error('boom');
-      const table = ctx.table();
-      await ctx.backdoor.query(`CREATE TABLE ${table}_rows (n int NOT NULL)`);
-      const write = async (tx: unknown) => {
-        await instance.sqlOn(tx)(`INSERT INTO ${table}_rows VALUES (1)`);
-      };
-      const failed = await instance.locks
-        .runOnce(name, { per: '1h' }, async (tx) => {
+    it.skipIf(noBackdoor)(
+      `runs once per period: done after it ran, and a throwing run uses up nothing${skipped(noBackdoor)}`,
+      async () => {
+        const instance = await ctx.open();
+        const { name } = ctx.name('run-once');
+        const boom = new Error('boom');
+        const table = ctx.table();
+        await ctx.backdoor.query(`CREATE TABLE ${table}_rows (n int NOT NULL)`);
+        const write = async (tx: unknown) => {
+          await instance.sqlOn(tx)(`INSERT INTO ${table}_rows VALUES (1)`);
+        };
+        const failed = await instance.locks
+          .runOnce(name, { per: '1h' }, async (tx) => {
+            await write(tx);
+            throw boom;
+          })
+          .catch((e: unknown) => e);
+        expect(failed).toBe(boom);
+        expect(await ctx.backdoor.query(`SELECT n FROM ${table}_rows`)).toEqual([]);
+
+        const first = await instance.locks.runOnce(name, { per: '1h' }, async (tx, { period }) => {
           await write(tx);
-          throw boom;
-        })
-        .catch((e: unknown) => e);
-      expect(failed).toBe(boom);
-      expect(await ctx.backdoor.query(`SELECT n FROM ${table}_rows`)).toEqual([]);
+          return period;
+        });
+        expect(first.ran).toBe(true);
+        const { period } = first;
+        expect(first.ran && first.value).toEqual(period);
+        expect(period.end.getTime() - period.start.getTime()).toBe(3_600_000);
+        expect(period.start.getTime() % 3_600_000).toBe(0);
+        const [server] = await ctx.backdoor.query<{ now: Date }>('SELECT now()');
+        expect(server!.now.getTime()).toBeGreaterThanOrEqual(period.start.getTime());
 
-      const first = await instance.locks.runOnce(name, { per: '1h' }, async (tx, { period }) => {
-        await write(tx);
-        return period;
-      });
-      expect(first.ran).toBe(true);
-      const { period } = first;
-      expect(first.ran && first.value).toEqual(period);
-      expect(period.end.getTime() - period.start.getTime()).toBe(3_600_000);
-      expect(period.start.getTime() % 3_600_000).toBe(0);
-      const [server] = await ctx.backdoor.query<{ now: Date }>('SELECT now()');
-      expect(server!.now.getTime()).toBeGreaterThanOrEqual(period.start.getTime());
-
-      let ranAgain = false;
-      const second = await instance.locks.runOnce(name, { per: 3_600_000 }, async () => {
-        ranAgain = true;
-      });
-      expect(second).toEqual({ ran: false, reason: 'done', period });
-      expect(ranAgain).toBe(false);
-      expect(await ctx.backdoor.query(`SELECT n FROM ${table}_rows`)).toEqual([{ n: 1 }]);
-      const [row] = await ctx.backdoor.query<{ key: string; name: string; period_start: Date }>(
-        'SELECT key::text, name, period_start FROM pglock_jobs WHERE key = $1::bigint',
-        [String((lockKey(name) as { value: bigint }).value)],
-      );
-      expect(row).toEqual({
-        key: String((lockKey(name) as { value: bigint }).value),
-        name,
-        period_start: period.start,
-      });
-    });
+        let ranAgain = false;
+        const second = await instance.locks.runOnce(name, { per: 3_600_000 }, async () => {
+          ranAgain = true;
+        });
+        expect(second).toEqual({ ran: false, reason: 'done', period });
+        expect(ranAgain).toBe(false);
+        expect(await ctx.backdoor.query(`SELECT n FROM ${table}_rows`)).toEqual([{ n: 1 }]);
+        const [row] = await ctx.backdoor.query<{ key: string; name: string; period_start: Date }>(
+          'SELECT key::text, name, period_start FROM pglock_jobs WHERE key = $1::bigint',
+          [String((lockKey(name) as { value: bigint }).value)],
+        );
+        expect(row).toEqual({
+          key: String((lockKey(name) as { value: bigint }).value),
+          name,
+          period_start: period.start,
+        });
+      },
+    );
 
     describe.skipIf(noContention)(`busy${noContention ? ` (skipped: ${noContention})` : ''}`, () => {
       it("'busy' while another instance runs it (no wait), 'done' once that run committed; timeoutMs waits", async () => {
@@ -191,29 +199,32 @@ export function schedulingSuite(ctx: SuiteContext): void {
       });
     });
 
-    it('nested in a running withLock: the record commits (or rolls back) with that transaction', async () => {
-      const instance = await ctx.open();
-      const { name } = ctx.name('run-once-nested');
-      const outer = ctx.name('run-once-outer').name;
-      const fail = new Error('outer fails');
-      const error = await instance
-        .withLock(outer, async () => {
-          const inner = await instance.locks.runOnce(name, { per: '1h' }, async () => 'inner');
-          expect(inner).toMatchObject({ ran: true, value: 'inner' });
-          throw fail;
-        })
-        .catch((e: unknown) => e);
-      expect(error).toBe(fail);
-      // The outer transaction rolled back, and the period's record with it.
-      const again = await instance.withLock(outer, () =>
-        instance.locks.runOnce(name, { per: '1h' }, async () => 'again'),
-      );
-      expect(again).toMatchObject({ ran: true, value: 'again' });
-      expect(await instance.locks.runOnce(name, { per: '1h' }, async () => 'third')).toMatchObject({
-        ran: false,
-        reason: 'done',
-      });
-    });
+    it.skipIf(noBackdoor)(
+      `nested in a running withLock: the record commits (or rolls back) with that transaction${skipped(noBackdoor)}`,
+      async () => {
+        const instance = await ctx.open();
+        const { name } = ctx.name('run-once-nested');
+        const outer = ctx.name('run-once-outer').name;
+        const fail = new Error('outer fails');
+        const error = await instance
+          .withLock(outer, async () => {
+            const inner = await instance.locks.runOnce(name, { per: '1h' }, async () => 'inner');
+            expect(inner).toMatchObject({ ran: true, value: 'inner' });
+            throw fail;
+          })
+          .catch((e: unknown) => e);
+        expect(error).toBe(fail);
+        // The outer transaction rolled back, and the period's record with it.
+        const again = await instance.withLock(outer, () =>
+          instance.locks.runOnce(name, { per: '1h' }, async () => 'again'),
+        );
+        expect(again).toMatchObject({ ran: true, value: 'again' });
+        expect(await instance.locks.runOnce(name, { per: '1h' }, async () => 'third')).toMatchObject({
+          ran: false,
+          reason: 'done',
+        });
+      },
+    );
 
     it('bad input: InvalidLockOptionsError / InvalidLockKeyError before any SQL', async () => {
       const instance = await ctx.open();
