@@ -1,12 +1,6 @@
 import { LockUsageError, TransactionRolledBackError } from '@pglock/core';
-import {
-  beginText,
-  type ControlConnection,
-  type LockPort,
-  type PinnedConnection,
-  type PortConnection,
-  sendCancelRequest,
-} from '@pglock/core/adapter';
+import type * as port from '@pglock/core/adapter';
+import { beginText, sendCancelRequest } from '@pglock/core/adapter';
 import { isPool, type PgClientLike, type PgPoolClientLike, type PgQueryable } from './pg-types.ts';
 
 const STATUS = { I: 'idle', T: 'transaction', E: 'failed' } as const;
@@ -14,15 +8,19 @@ const STATUS = { I: 'idle', T: 'transaction', E: 'failed' } as const;
 const rowsOf = (result: { readonly rows: readonly Record<string, unknown>[] }) => result.rows;
 
 // One connection object per client, so the hot path builds nothing per call.
-const connections = new WeakMap<PgClientLike, PortConnection>();
+const connections = new WeakMap<PgClientLike, port.PortConnection>();
 
-function connectionOf(client: PgClientLike): PortConnection {
+function connectionOf(client: PgClientLike): port.PortConnection {
   let connection = connections.get(client);
   if (connection === undefined) {
     connection = {
       // A plain `then` rather than an async wrapper: one promise fewer on every statement.
       query: (s) => client.query(s.text, s.values as string[]).then(rowsOf),
-      transactionStatus: () => STATUS[client.getTransactionStatus?.() as keyof typeof STATUS],
+      // A failed statement rejects before its ReadyForQuery updates the status: until then, unknown.
+      transactionStatus: () =>
+        client.readyForQuery === false
+          ? undefined
+          : STATUS[client.getTransactionStatus?.() as keyof typeof STATUS],
       cancel: () => sendCancelRequest(client),
     };
     connections.set(client, connection);
@@ -52,7 +50,7 @@ const isClient = (handle: unknown): handle is PgClientLike =>
  * connection; a session lock pins a checked-out client with `'error'` and `'end'` listeners from
  * checkout to release.
  */
-export const pgPort: LockPort<PgQueryable, PgClientLike> = {
+export const pgPort: port.LockPort<PgQueryable, PgClientLike> = {
   name: '@pglock/pg',
   transactionSettings: ['isolationLevel', 'accessMode', 'deferrable'],
   connectionOf(handle) {
@@ -104,7 +102,7 @@ export const pgPort: LockPort<PgQueryable, PgClientLike> = {
   },
   query: (db, s) => db.query(s.text, s.values as string[]).then(rowsOf),
   cancellation: () => 'connection',
-  async controlConnection(db): Promise<ControlConnection> {
+  async controlConnection(db): Promise<port.ControlConnection> {
     if (!isPool(db) || typeof db.Client !== 'function') {
       throw new Error('a control connection needs a pg.Pool (its settings open one outside the pool)');
     }
@@ -116,7 +114,7 @@ export const pgPort: LockPort<PgQueryable, PgClientLike> = {
       release: () => client.end().catch(() => undefined),
     };
   },
-  async pin(db, onDeath): Promise<PinnedConnection> {
+  async pin(db, onDeath): Promise<port.PinnedConnection> {
     if (!isPool(db)) {
       throw new LockUsageError(
         'Session locks check out a dedicated connection: pass a pg.Pool (a lone pg.Client is yours, not pglock’s to pin).',

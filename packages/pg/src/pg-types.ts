@@ -23,6 +23,8 @@ export interface PgClientLike {
    * transaction, `'E'` in a failed one (pg 8.16+). Tells whether a client is inside your transaction.
    */
   getTransactionStatus?(): string | null;
+  /** False while a statement's ReadyForQuery (which carries that status) has not arrived yet. */
+  readonly readyForQuery?: boolean;
 }
 
 /**
