@@ -6,7 +6,7 @@ import type {
   LockTarget,
   TryResult,
 } from '@pglock/core';
-import { createAdvisoryLocks, lockVerbs } from '@pglock/core/adapter';
+import { createAdvisoryLocks, lockRequest, lockVerbs } from '@pglock/core/adapter';
 import { Prisma } from '@prisma/client/extension';
 import type { PrismaPromise } from '@prisma/client/runtime/client';
 import { batchLock } from './batch-lock.ts';
@@ -82,9 +82,10 @@ export function advisoryLocks(defaults: PrismaLocksOptions = {}) {
         return locksOf(Prisma.getExtensionContext(this)).tryWithLock(target, fn as Untyped<R>, options);
       },
       /** The lock as the first element of `$transaction([…])` (or awaited on `tx`: `lock(tx, …)`). */
-      $lock<C>(this: C, target: LockTarget, options?: PrismaBatchLockOptions): PrismaPromise<void> {
-        const client = Prisma.getExtensionContext(this) as unknown as PrismaRawQueryable;
-        return batchLock(client, target, options, batchDefaults, (tx) =>
+      $lock<C>(this: C, target: LockTarget, options?: PrismaBatchLockOptions): PrismaPromise<undefined> {
+        const client = Prisma.getExtensionContext(this) as unknown as Db;
+        const request = lockRequest(target, options, batchDefaults, '$lock');
+        return batchLock(client, request, (tx) =>
           locksOf(tx).lock(tx as PrismaTransactionLike, target, options),
         );
       },

@@ -10,12 +10,9 @@ export const IN_TRANSACTION_WAIT_MS = 2_500;
 // signed 32-bit millisecond count: the transaction would expire immediately.
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
-const LEVELS = {
-  'read uncommitted': 'ReadUncommitted',
-  'read committed': 'ReadCommitted',
-  'repeatable read': 'RepeatableRead',
-  serializable: 'Serializable',
-} as const;
+// Prisma's names for PostgreSQL's isolation levels ('read committed' → 'ReadCommitted').
+const LEVELS = ['ReadUncommitted', 'ReadCommitted', 'RepeatableRead', 'Serializable'] as const;
+const prismaLevel = (level: string) => LEVELS.find((l) => l.toLowerCase() === level.replace(' ', ''));
 
 /** The slice of a `pg.Pool` used here: its class and settings make a small pool of pglock's own. */
 interface PgPoolSlice {
@@ -77,10 +74,8 @@ function controlPool(adapter: AdapterFactory): Promise<PgPoolSlice> {
  * version), while a root client, extended or not, has it.
  */
 export function isTransactionClient(handle: unknown): handle is PrismaTransactionLike {
-  return (
-    typeof (handle as PrismaRawQueryable | null)?.$queryRawUnsafe === 'function' &&
-    typeof (handle as { $connect?: unknown }).$connect !== 'function'
-  );
+  const client = handle as { $queryRawUnsafe?: unknown; $connect?: unknown } | null;
+  return typeof client?.$queryRawUnsafe === 'function' && typeof client.$connect !== 'function';
 }
 
 async function rowsOf(db: PrismaRawQueryable, s: Statement): Promise<readonly Row[]> {
@@ -88,10 +83,8 @@ async function rowsOf(db: PrismaRawQueryable, s: Statement): Promise<readonly Ro
 }
 
 /** What the extension's query hook saw while a transaction's callback ran. */
-interface Watch {
-  failed: boolean;
-  readonly unscoped: number;
-}
+type Watch = { failed: boolean; readonly unscoped: number };
+type Operation<A> = { readonly args: A; query(args: A): PromiseLike<unknown> };
 
 const watches = new AsyncLocalStorage<Watch>();
 // Failed operations seen outside any watched callback: each makes every running transaction check.
@@ -103,13 +96,7 @@ let unscopedFailures = 0;
  * that PostgreSQL answered its COMMIT with ROLLBACK; with this, core asks PostgreSQL (`SELECT 1`
  * before the commit) only when something failed.
  */
-export async function watchOperation<A>({
-  args,
-  query,
-}: {
-  args: A;
-  query: (args: A) => PromiseLike<unknown>;
-}) {
+export async function watchOperation<A>({ args, query }: Operation<A>) {
   try {
     return await query(args);
   } catch (error) {
@@ -151,10 +138,11 @@ function portFor(watched: boolean): LockPort<PrismaRawQueryable, PrismaTransacti
         const watch = { failed: false, unscoped: unscopedFailures };
         return watches.run(watch, body, tx, connectionFor(tx, watch));
       };
+      const level = isolationLevel && prismaLevel(isolationLevel);
       return (db as PrismaClientLike).$transaction(run, {
         timeout,
-        ...(maxWait === undefined ? {} : { maxWait }),
-        ...(isolationLevel === undefined ? {} : { isolationLevel: LEVELS[isolationLevel] }),
+        maxWait,
+        isolationLevel: level,
       }) as Promise<never>;
     },
     query: rowsOf,

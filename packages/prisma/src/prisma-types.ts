@@ -49,11 +49,15 @@ export interface PrismaClientLike extends PrismaRawQueryable {
   // Not generic: a generic member here would not match Prisma's overloaded `$transaction`.
   $transaction(
     fn: (tx: PrismaTransactionLike) => Promise<unknown>,
-    options?: { maxWait?: number; timeout?: number; isolationLevel?: PrismaIsolationLevelName },
+    options?: TransactionOptions,
   ): Promise<unknown>;
 }
 
-type PrismaIsolationLevelName = 'ReadUncommitted' | 'ReadCommitted' | 'RepeatableRead' | 'Serializable';
+type TransactionOptions = {
+  maxWait?: number | undefined;
+  timeout?: number;
+  isolationLevel?: string | undefined;
+};
 
 /**
  * The transaction client `prisma.$transaction` hands its callback: the client's own type, models and

@@ -80,9 +80,9 @@ describe('the extension on a generated client', () => {
 });
 
 describe('$lock in a batch transaction', () => {
-  it('is a PrismaPromise<void>: the batch result keeps the other queries’ types', () => {
+  it('is a PrismaPromise<undefined>: the batch result keeps the other queries’ types', () => {
     const batch = prisma.$transaction([prisma.$lock('k', { timeoutMs: 500 }), prisma.account.findMany()]);
-    expectTypeOf(batch).toEqualTypeOf<Promise<[void, Account[]]>>();
+    expectTypeOf(batch).toEqualTypeOf<Promise<[undefined, Account[]]>>();
     void prisma.$transaction([prisma.$lock(['a', { pair: [1, 2] }], { shared: true })], {
       isolationLevel: 'Serializable',
     });
@@ -92,7 +92,7 @@ describe('$lock in a batch transaction', () => {
     // @ts-expect-error no signal in a batch
     void prisma.$lock('k', { signal: AbortSignal.timeout(1) });
     void prisma.$transaction(async (tx) => {
-      expectTypeOf(tx.$lock('k')).toMatchTypeOf<Promise<void>>();
+      expectTypeOf(tx.$lock('k')).toMatchTypeOf<Promise<undefined>>();
     });
   });
 });

@@ -1,0 +1,30 @@
+import { fileURLToPath } from 'node:url';
+import { defineConfig } from 'vitest/config';
+
+// The oldest-Prisma run (scripts/test-prisma-oldest.sh): the same suites, with Prisma's packages, pg
+// and the generated client resolved to the copies in PGLOCK_PRISMA_DIR. Child processes of the
+// multi-process suites resolve without these aliases, so they run the workspace's Prisma.
+const dir = process.env.PGLOCK_PRISMA_DIR;
+if (!dir) throw new Error('PGLOCK_PRISMA_DIR must name the folder with the Prisma version to test');
+const here = (path: string) => fileURLToPath(new URL(path, import.meta.url));
+
+export default defineConfig({
+  resolve: {
+    conditions: ['@pglock/source'],
+    alias: [
+      { find: /^@prisma\/client(\/.*)?$/, replacement: `${dir}/node_modules/@prisma/client$1` },
+      { find: /^@prisma\/adapter-pg$/, replacement: `${dir}/node_modules/@prisma/adapter-pg` },
+      { find: /^pg$/, replacement: `${dir}/node_modules/pg` },
+      { find: /^\.\/generated\/client\.ts$/, replacement: `${dir}/generated/client.ts` },
+    ],
+  },
+  ssr: { resolve: { conditions: ['@pglock/source'] } },
+  test: {
+    name: 'prisma-oldest',
+    root: here('.'),
+    include: ['test/conformance.test.ts', 'test/prisma.test.ts'],
+    globalSetup: [here('../test-kit/src/global-setup.ts')],
+    testTimeout: 60_000,
+    hookTimeout: 60_000,
+  },
+});
