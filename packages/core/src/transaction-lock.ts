@@ -136,7 +136,8 @@ function startLocked<Db, Tx, T>(
   assertCancellable(port, db, request, verb);
   if (request.signal?.aborted) throw abortedError(request, verb, request.signal.reason);
   if (nestIn !== undefined) {
-    if (settings !== NO_TRANSACTION_SETTINGS) {
+    // The call's own settings cannot apply; the factory's defaults are for the transactions it opens.
+    if (options?.transaction !== undefined && settings !== NO_TRANSACTION_SETTINGS) {
       throw new InvalidLockOptionsError(
         `${verb}: transaction settings apply to a new transaction, but this call runs inside one (it nests with a savepoint there). Drop the transaction option, or call ${verb} outside the running transaction.`,
       );

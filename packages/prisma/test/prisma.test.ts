@@ -516,6 +516,21 @@ describe('nesting and mixing', () => {
     expect(await backdoor.locksOn(inner.key)).toEqual([]);
   });
 
+  it('the extension’s default transaction settings do not stop a nested call (a call’s own do)', async () => {
+    const { prisma } = open({ defaults: { transaction: { isolationLevel: 'Serializable' } } });
+    const inner = lockName('defaults-inner').name;
+    const level = await prisma.$withLock(lockName('defaults-outer').name, async (tx) =>
+      tx.$withLock(inner, async (nested) => nested.$queryRawUnsafe('SHOW transaction_isolation')),
+    );
+    expect(level).toEqual([{ transaction_isolation: 'serializable' }]);
+    const refused = await prisma
+      .$withLock(lockName('own-settings').name, async (tx) =>
+        tx.$withLock(inner, async () => 'ran', { transaction: { isolationLevel: 'Serializable' } }),
+      )
+      .catch((e: unknown) => e);
+    expect(InvalidLockOptionsError.is(refused)).toBe(true);
+  });
+
   it('the same name from Prisma and from @pglock/pg is the same PostgreSQL lock', async () => {
     const { name } = lockName('cross');
     const { prisma } = open();
