@@ -1,11 +1,4 @@
-import type {
-  AdvisoryLockInfo,
-  AdvisoryLocks,
-  LockKeyInput,
-  LockOptions,
-  LockTarget,
-  TryResult,
-} from '@pglock/core';
+import type * as core from '@pglock/core';
 import { createAdvisoryLocks, lockRequest, lockVerbs } from '@pglock/core/adapter';
 import { Prisma } from '@prisma/client/extension';
 import type { PrismaPromise } from '@prisma/client/runtime/client';
@@ -22,11 +15,13 @@ import type {
   TxOf,
 } from './prisma-types.ts';
 
-type Locks = AdvisoryLocks<unknown, PrismaTransactionLike, PrismaTransactionSettings>;
+type Locks = core.AdvisoryLocks<unknown, PrismaTransactionLike, PrismaTransactionSettings>;
 type Callback<C, R> = (tx: TxOf<C>) => Promise<R>;
 type Untyped<R> = (tx: unknown) => Promise<R>;
 type Options = PrismaWithLockOptions;
-type Namespace = Pick<LockOptions, 'namespace'>;
+type Namespace = Pick<core.LockOptions, 'namespace'>;
+type RunOnceOptions = core.RunOnceOptions<PrismaTransactionSettings>;
+type Job<C, R> = (tx: TxOf<C>, run: core.RunOnceContext) => Promise<R>;
 
 type Db = PrismaRawQueryable;
 const verbs = lockVerbs<Db, unknown, PrismaTransactionLike, PrismaTransactionSettings>(prismaPort);
@@ -69,20 +64,30 @@ export function advisoryLocks(defaults: PrismaLocksOptions = {}) {
     query: { $allOperations: watchOperation },
     client: {
       /** Runs `fn(tx)` in `$transaction` after taking the lock; resolves its value. */
-      $withLock<C, R>(this: C, target: LockTarget, fn: Callback<C, R>, options?: Options): Promise<R> {
+      $withLock<C, R>(this: C, target: core.LockTarget, fn: Callback<C, R>, options?: Options): Promise<R> {
         return locksOf(Prisma.getExtensionContext(this)).withLock(target, fn as Untyped<R>, options);
       },
       /** Like `$withLock`, resolving `{ acquired: false }` when the lock is taken. */
       $tryWithLock<C, R>(
         this: C,
-        target: LockTarget,
+        target: core.LockTarget,
         fn: Callback<C, R>,
         options?: Options,
-      ): Promise<TryResult<R>> {
+      ): Promise<core.TryResult<R>> {
         return locksOf(Prisma.getExtensionContext(this)).tryWithLock(target, fn as Untyped<R>, options);
       },
+      /** Runs `fn(tx, { period })` at most once per period across every instance (see `runOnce`). */
+      $runOnce<C, R>(
+        this: C,
+        name: string,
+        options: RunOnceOptions,
+        fn: Job<C, R>,
+      ): Promise<core.RunOnceResult<R>> {
+        const job = fn as (tx: unknown, run: core.RunOnceContext) => Promise<R>;
+        return locksOf(Prisma.getExtensionContext(this)).runOnce(name, options, job);
+      },
       /** The lock as the first element of `$transaction([…])` (or awaited on `tx`: `lock(tx, …)`). */
-      $lock<C>(this: C, target: LockTarget, options?: PrismaBatchLockOptions): PrismaPromise<undefined> {
+      $lock<C>(this: C, target: core.LockTarget, options?: PrismaBatchLockOptions): PrismaPromise<undefined> {
         const client = Prisma.getExtensionContext(this) as unknown as Db;
         const request = lockRequest(target, options, batchDefaults, '$lock');
         return batchLock(client, request, (tx) =>
@@ -110,7 +115,7 @@ export function advisoryLocks(defaults: PrismaLocksOptions = {}) {
  */
 export function withLock<C extends PrismaClientLike, T>(
   prisma: C,
-  target: LockTarget,
+  target: core.LockTarget,
   fn: Callback<C, T>,
   options?: Options,
 ): Promise<T> {
@@ -131,10 +136,10 @@ export function withLock<C extends PrismaClientLike, T>(
  */
 export function tryWithLock<C extends PrismaClientLike, T>(
   prisma: C,
-  target: LockTarget,
+  target: core.LockTarget,
   fn: Callback<C, T>,
   options?: Options,
-): Promise<TryResult<T>> {
+): Promise<core.TryResult<T>> {
   return verbs(prisma).tryWithLock(target, fn as Untyped<T>, options);
 }
 
@@ -153,7 +158,11 @@ export function tryWithLock<C extends PrismaClientLike, T>(
  * });
  * ```
  */
-export function lock(tx: PrismaTransactionLike, target: LockTarget, options?: LockOptions): Promise<void> {
+export function lock(
+  tx: PrismaTransactionLike,
+  target: core.LockTarget,
+  options?: core.LockOptions,
+): Promise<void> {
   return verbs(tx).lock(tx, target, options);
 }
 
@@ -172,8 +181,8 @@ export function lock(tx: PrismaTransactionLike, target: LockTarget, options?: Lo
  */
 export function tryLock(
   tx: PrismaTransactionLike,
-  target: LockTarget,
-  options?: LockOptions,
+  target: core.LockTarget,
+  options?: core.LockOptions,
 ): Promise<boolean> {
   return verbs(tx).tryLock(tx, target, options);
 }
@@ -191,7 +200,7 @@ export function tryLock(
  */
 export function isLocked(
   prisma: PrismaRawQueryable,
-  key: LockKeyInput,
+  key: core.LockKeyInput,
   options?: Namespace,
 ): Promise<boolean> {
   return verbs(prisma).isLocked(key, options);
@@ -208,6 +217,28 @@ export function isLocked(
  * console.table(await inspectLocks(prisma));
  * ```
  */
-export function inspectLocks(prisma: PrismaRawQueryable): Promise<AdvisoryLockInfo[]> {
+export function inspectLocks(prisma: PrismaRawQueryable): Promise<core.AdvisoryLockInfo[]> {
   return verbs(prisma).inspectLocks();
+}
+
+/**
+ * Runs `fn(tx, { period })` at most once per period across every instance: the job's writes and its
+ * "done for this period" record (table `pglock_jobs`, DDL from `pglock schema`) commit together.
+ * Resolves `{ ran: true, value, period }` or `{ ran: false, reason: 'done' | 'busy', period }`.
+ *
+ * @example
+ * ```ts
+ * import { runOnce } from '@pglock/prisma';
+ *
+ * const run = await runOnce(prisma, 'rebuild-leaderboard', { per: '1h' }, async (tx) => rebuild(tx));
+ * if (!run.ran) console.log(`skipped: ${run.reason}`);
+ * ```
+ */
+export function runOnce<C extends PrismaClientLike, T>(
+  prisma: C,
+  name: string,
+  options: RunOnceOptions,
+  fn: Job<C, T>,
+): Promise<core.RunOnceResult<T>> {
+  return verbs(prisma).runOnce(name, options, fn as (tx: unknown, run: core.RunOnceContext) => Promise<T>);
 }

@@ -6,22 +6,5 @@
  */
 
 export * from '@pglock/core';
-export {
-  advisoryLocks,
-  inspectLocks,
-  isLocked,
-  lock,
-  tryLock,
-  tryWithLock,
-  withLock,
-} from './advisory-locks.ts';
-export type {
-  PrismaBatchLockOptions,
-  PrismaClientLike,
-  PrismaLocksOptions,
-  PrismaRawQueryable,
-  PrismaTransactionLike,
-  PrismaTransactionSettings,
-  PrismaWithLockOptions,
-  TxOf,
-} from './prisma-types.ts';
+export * from './advisory-locks.ts';
+export type * from './prisma-types.ts';
