@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 
@@ -7,9 +9,16 @@ import { defineConfig } from 'vitest/config';
 const kyselyDir = process.env.PGLOCK_KYSELY_DIR;
 if (!kyselyDir) throw new Error('PGLOCK_KYSELY_DIR must name the kysely package folder to test');
 const here = (path: string) => fileURLToPath(new URL(path, import.meta.url));
+// Its ES module build, as an ESM app loads it (a folder path would load `main`: CommonJS in 0.28).
+const { module: entry } = JSON.parse(readFileSync(join(kyselyDir, 'package.json'), 'utf8')) as {
+  module: string;
+};
 
 export default defineConfig({
-  resolve: { conditions: ['@pglock/source'], alias: [{ find: /^kysely$/, replacement: kyselyDir }] },
+  resolve: {
+    conditions: ['@pglock/source'],
+    alias: [{ find: /^kysely$/, replacement: join(kyselyDir, entry) }],
+  },
   ssr: { resolve: { conditions: ['@pglock/source'] } },
   test: {
     name: `kysely-${process.env.PGLOCK_KYSELY_VERSION ?? 'version'}`,

@@ -62,7 +62,7 @@ export type KyselyWithLockOptions = WithLockOptions<KyselyTransactionSettings>;
  * ```ts
  * import type { KyselyAdvisoryLocksOptions } from '@pglock/kysely';
  *
- * const control = new Kysely<unknown>({ dialect: new PostgresDialect({ pool: new pg.Pool({ max: 1 }) }) });
+ * const control = new Kysely<unknown>({ dialect: new PostgresDialect({ pool: new pg.Pool({ max: 2 }) }) });
  * const options: KyselyAdvisoryLocksOptions = { namespace: 'shop', control };
  * ```
  */

@@ -57,7 +57,7 @@ function setupOver(
 
 /**
  * A harness over one driver. `control: true` gives the factory a second instance on the same URL (a
- * pool of one of its own) for cancels, pooler checks and heartbeats, as the README advises where a
+ * pool of two of its own) for cancels, pooler checks and heartbeats, as the README advises where a
  * pool may be exhausted by waiters or has a single connection.
  */
 function kyselyHarness(name: string, exportName: string, open: Open, control: boolean) {
@@ -69,7 +69,7 @@ function kyselyHarness(name: string, exportName: string, open: Open, control: bo
     async open(url, { max }) {
       const opened = open(url, max);
       if (!control) return setupOver(opened, opened.close);
-      const other = open(url, 1);
+      const other = open(url, 2);
       const close = async () => {
         await opened.close();
         await other.close();
