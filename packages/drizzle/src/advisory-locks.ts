@@ -1,16 +1,4 @@
-import type {
-  AdvisoryLocks,
-  AdvisoryLocksOptions,
-  LeaderOptions,
-  LockKeyInput,
-  LockOptions,
-  LockTarget,
-  RunOnceContext,
-  RunOnceOptions,
-  SessionAdvisoryLocks,
-  SessionLockOptions,
-  WithLockOptions,
-} from '@pglock/core';
+import type * as core from '@pglock/core';
 import { createAdvisoryLocks, lockVerbs } from '@pglock/core/adapter';
 import { drizzleHandle, drizzlePort, resolve, transactionRoots } from './drizzle-port.ts';
 import type {
@@ -31,7 +19,7 @@ import type {
  * const options: DrizzleWithLockOptions = { timeoutMs: 5_000, transaction: { isolationLevel: 'serializable' } };
  * ```
  */
-export type DrizzleWithLockOptions = WithLockOptions<Settings>;
+export type DrizzleWithLockOptions = core.WithLockOptions<Settings>;
 
 /**
  * The verbs bound to one Drizzle database (or transaction): `Tx` is its transaction type. The
@@ -44,13 +32,15 @@ export type DrizzleWithLockOptions = WithLockOptions<Settings>;
  * let locks: DrizzleAdvisoryLocks<TxOf<typeof db>>;
  * ```
  */
-export type DrizzleAdvisoryLocks<T> = AdvisoryLocks<T, Tx, Settings> & SessionAdvisoryLocks;
+export type DrizzleAdvisoryLocks<T> = core.AdvisoryLocks<T, Tx, Settings> & core.SessionAdvisoryLocks;
 
 type Verbs = DrizzleAdvisoryLocks<never>;
 type Body<D extends Db, T> = (tx: TxOf<D>) => Promise<T>;
 type Guarded<T> = (signal: AbortSignal) => Promise<T>;
 type Options = DrizzleWithLockOptions;
-type Job<D extends Db, T> = (tx: TxOf<D>, run: RunOnceContext) => Promise<T>;
+type Target = core.LockTarget;
+type SessionOptions = core.SessionLockOptions;
+type Job<D extends Db, T> = (tx: TxOf<D>, run: core.RunOnceContext) => Promise<T>;
 const verbs = lockVerbs(drizzlePort) as (db: unknown) => Verbs;
 
 // A transaction object is new per transaction: lock(tx) uses its driver's verbs, made once.
@@ -77,7 +67,7 @@ function onTx(tx: unknown): Verbs {
  * });
  * ```
  */
-export function advisoryLocks<D extends Db>(db: D, defaults?: AdvisoryLocksOptions<Settings>) {
+export function advisoryLocks<D extends Db>(db: D, defaults?: core.AdvisoryLocksOptions<Settings>) {
   const locks = createAdvisoryLocks(drizzlePort, db, defaults);
   drizzleHandle(db, 'advisoryLocks');
   return locks as DrizzleAdvisoryLocks<TxOf<D>>;
@@ -91,15 +81,18 @@ export function advisoryLocks<D extends Db>(db: D, defaults?: AdvisoryLocksOptio
  *
  * @example
  * ```ts
+ * import { sql } from 'drizzle-orm';
+ * import { drizzle } from 'drizzle-orm/node-postgres';
  * import { withLock } from '@pglock/drizzle';
  *
+ * const db = drizzle(process.env.DATABASE_URL!);
  * await withLock(db, ['account:1', 'account:2'], async (tx) => {
  *   await tx.update(accounts).set({ balance: sql`balance - 10` }).where(eq(accounts.id, 1));
  *   await tx.update(accounts).set({ balance: sql`balance + 10` }).where(eq(accounts.id, 2));
  * }, { timeoutMs: 5_000, transaction: { isolationLevel: 'read committed' } });
  * ```
  */
-export const withLock = <D extends Db, T>(db: D, target: LockTarget, fn: Body<D, T>, options?: Options) =>
+export const withLock = <D extends Db, T>(db: D, target: Target, fn: Body<D, T>, options?: Options) =>
   verbs(db).withLock(target, fn, options);
 
 /**
@@ -114,7 +107,7 @@ export const withLock = <D extends Db, T>(db: D, target: LockTarget, fn: Body<D,
  * if (!run.acquired) console.log('another worker has it');
  * ```
  */
-export const tryWithLock = <D extends Db, T>(db: D, target: LockTarget, fn: Body<D, T>, options?: Options) =>
+export const tryWithLock = <D extends Db, T>(db: D, target: Target, fn: Body<D, T>, options?: Options) =>
   verbs(db).tryWithLock(target, fn, options);
 
 /**
@@ -132,7 +125,7 @@ export const tryWithLock = <D extends Db, T>(db: D, target: LockTarget, fn: Body
  * });
  * ```
  */
-export const lock = (tx: Tx, target: LockTarget, options?: LockOptions): Promise<void> =>
+export const lock = (tx: Tx, target: Target, options?: core.LockOptions): Promise<void> =>
   onTx(tx).lock(tx, target, options);
 
 /**
@@ -149,7 +142,7 @@ export const lock = (tx: Tx, target: LockTarget, options?: LockOptions): Promise
  * });
  * ```
  */
-export const tryLock = (tx: Tx, target: LockTarget, options?: LockOptions): Promise<boolean> =>
+export const tryLock = (tx: Tx, target: Target, options?: core.LockOptions): Promise<boolean> =>
   onTx(tx).tryLock(tx, target, options);
 
 /**
@@ -163,7 +156,7 @@ export const tryLock = (tx: Tx, target: LockTarget, options?: LockOptions): Prom
  * console.log(await isLocked(db, 'job:nightly-report'));
  * ```
  */
-export const isLocked = (db: Db, key: LockKeyInput, options?: Pick<LockOptions, 'namespace'>) =>
+export const isLocked = (db: Db, key: core.LockKeyInput, options?: Pick<core.LockOptions, 'namespace'>) =>
   verbs(db).isLocked(key, options);
 
 /**
@@ -193,7 +186,7 @@ export const inspectLocks = (db: Db) => verbs(db).inspectLocks();
  * while (!leader.signal.aborted) await runSchedulerTick();
  * ```
  */
-export const acquireSessionLock = (db: Root, target: LockTarget, options?: SessionLockOptions) =>
+export const acquireSessionLock = (db: Root, target: Target, options?: SessionOptions) =>
   verbs(db).acquireSessionLock(target, options);
 
 /**
@@ -208,7 +201,7 @@ export const acquireSessionLock = (db: Root, target: LockTarget, options?: Sessi
  * if (leader) startScheduling(leader.signal);
  * ```
  */
-export const tryAcquireSessionLock = (db: Root, target: LockTarget, options?: SessionLockOptions) =>
+export const tryAcquireSessionLock = (db: Root, target: Target, options?: SessionOptions) =>
   verbs(db).tryAcquireSessionLock(target, options);
 
 /**
@@ -227,12 +220,8 @@ export const tryAcquireSessionLock = (db: Root, target: LockTarget, options?: Se
  * });
  * ```
  */
-export const withSessionLock = <T>(
-  db: Root,
-  target: LockTarget,
-  fn: Guarded<T>,
-  options?: SessionLockOptions,
-) => verbs(db).withSessionLock(target, fn, options);
+export const withSessionLock = <T>(db: Root, target: Target, fn: Guarded<T>, options?: SessionOptions) =>
+  verbs(db).withSessionLock(target, fn, options);
 
 /**
  * Runs `fn` at most once per period across every process, in `db.transaction` that tries the name's
@@ -252,7 +241,7 @@ export const withSessionLock = <T>(
 export const runOnce = <D extends Db, T>(
   db: D,
   name: string,
-  options: RunOnceOptions<Settings>,
+  options: core.RunOnceOptions<Settings>,
   fn: Job<D, T>,
 ) => verbs(db).runOnce(name, options, fn);
 
@@ -274,4 +263,5 @@ export const runOnce = <D extends Db, T>(
  * process.once('SIGTERM', () => void campaign.stop());
  * ```
  */
-export const leader = (db: Root, name: string, options: LeaderOptions) => verbs(db).leader(name, options);
+export const leader = (db: Root, name: string, options: core.LeaderOptions) =>
+  verbs(db).leader(name, options);

@@ -5,7 +5,11 @@ import type { DrizzleDatabaseLike } from './drizzle-types.ts';
 
 /** Drizzle's session class of each driver pglock runs its statements on directly, below Drizzle. */
 export type Driver = 'NodePgSession' | 'PostgresJsSession' | 'PgliteSession';
-type Query = Promise<Row[]> & { readonly state?: { readonly pid?: number }; cancel(): void };
+type Query = Promise<Row[]> & {
+  readonly state?: { readonly pid?: number };
+  readonly active?: boolean;
+  readonly canceller?: (query: Query) => Promise<void>;
+};
 type Listener = (error?: Error) => void;
 
 /**
@@ -85,7 +89,7 @@ function run({ driver, client }: Via, s: Statement): Promise<readonly Row[]> {
 }
 
 /**
- * A postgres.js connection: a wait is cancelled with its query's `cancel()` (a CancelRequest on a
+ * A postgres.js connection: a wait is cancelled with its query's canceller (a CancelRequest on a
  * socket of its own); once the connection itself failed nothing more is written to it (postgres.js
  * would throw from a timer, porsager/postgres#1208). `processID` is its cancel key's.
  */
@@ -101,7 +105,9 @@ function postgresJsConnection(sql: Client): PortConnection & { readonly processI
         throw error;
       });
     },
-    cancel: async () => running?.cancel(),
+    // The query's own canceller, awaited so that a late CancelRequest cannot reach a later statement
+    // (its `cancel()` runs it once and drops the promise); on a settled query it would never settle.
+    cancel: async () => (running?.active ? running.canceller?.(running) : undefined),
     reportsFailedCommit: true,
     get processID() {
       return running?.state?.pid;
@@ -109,11 +115,7 @@ function postgresJsConnection(sql: Client): PortConnection & { readonly processI
   };
 }
 
-const STATUS: Record<string, 'idle' | 'transaction' | 'failed' | undefined> = {
-  I: 'idle',
-  T: 'transaction',
-  E: 'failed',
-};
+const STATUS = { I: 'idle', T: 'transaction', E: 'failed' } as const;
 const connections = new WeakMap<object, PortConnection>();
 
 /** The connection of a driver client, made once per client (a pooled pg client serves many transactions). */
@@ -124,7 +126,9 @@ function connectionOf(via: Via): PortConnection {
     const query = (s: Statement) => run(via, s);
     // Read only once the server's ReadyForQuery is in: a failed query rejects before it arrives.
     const status = () =>
-      client.readyForQuery === false ? undefined : STATUS[client.getTransactionStatus?.() ?? ''];
+      client.readyForQuery === false
+        ? undefined
+        : STATUS[client.getTransactionStatus?.() as keyof typeof STATUS];
     connection =
       driver === 'PostgresJsSession'
         ? postgresJsConnection(client)
@@ -188,10 +192,7 @@ export const drizzlePort: LockPort<DrizzleDatabaseLike, unknown> = {
   },
   async transaction(db, { settings }, body) {
     const { driver } = drizzleHandle(db, 'withLock');
-    const config =
-      (settings.isolationLevel ?? settings.accessMode ?? settings.deferrable) === undefined
-        ? undefined
-        : settings;
+    const given = settings.isolationLevel ?? settings.accessMode ?? settings.deferrable;
     // pg-pool takes its 'error' listener off a checked-out client (drizzle-orm 1.0 adds its own): a
     // backend that dies while the callback runs no statement must not be an unhandled 'error' event.
     let pg: Client | undefined;
@@ -209,7 +210,10 @@ export const drizzlePort: LockPort<DrizzleDatabaseLike, unknown> = {
       return result;
     };
     try {
-      return await db.transaction(inTransaction as never, config as never);
+      return await db.transaction(
+        inTransaction as never,
+        (given === undefined ? undefined : settings) as never,
+      );
     } catch (error) {
       if (!resolved || !refusedCommit(driver, error)) throw error;
       throw new TransactionRolledBackError(

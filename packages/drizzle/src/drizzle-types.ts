@@ -69,8 +69,10 @@ export interface DrizzleTransactionLike extends DrizzleDatabaseLike {
  *
  * @example
  * ```ts
+ * import { drizzle } from 'drizzle-orm/node-postgres';
  * import type { TxOf } from '@pglock/drizzle';
  *
+ * const db = drizzle(process.env.DATABASE_URL!, { schema: { accounts } });
  * async function debit(tx: TxOf<typeof db>, id: number) {
  *   await tx.update(accounts).set({ balance: 0 }).where(eq(accounts.id, id));
  * }

@@ -1,4 +1,4 @@
-import { InvalidLockOptionsError, type LockKey, LockUsageError, lockKey } from '@pglock/core';
+import { type BigintLockKey, InvalidLockOptionsError, LockUsageError, lockKey } from '@pglock/core';
 import { withSessionLock } from './advisory-locks.ts';
 import { drizzleHandle, ownClient } from './drizzle-port.ts';
 import type { DrizzleRootDatabase } from './drizzle-types.ts';
@@ -19,9 +19,9 @@ export const MIGRATION_LOCK_NAMESPACE = 'pglock';
  * console.log(MIGRATION_LOCK_KEY.value); // SELECT pg_advisory_lock(<this>) from psql waits for a deploy
  * ```
  */
-export const MIGRATION_LOCK_KEY: LockKey = lockKey(MIGRATION_LOCK_NAME, {
+export const MIGRATION_LOCK_KEY = lockKey(MIGRATION_LOCK_NAME, {
   namespace: MIGRATION_LOCK_NAMESPACE,
-});
+}) as BigintLockKey;
 
 /**
  * Drizzle's `MigrationConfig`, plus how long to wait for another process's migration run.

@@ -1,5 +1,7 @@
+// The public types, the same for every tested drizzle-orm release (scripts/test-drizzle.sh checks
+// this file against 0.44's and 1.0's declarations); types-schema.test-d.ts adds 0.x's `schema`.
 import { PGlite } from '@electric-sql/pglite';
-import { eq, type SQLWrapper, sql } from 'drizzle-orm';
+import { sql } from 'drizzle-orm';
 import { drizzle as drizzleNodePg } from 'drizzle-orm/node-postgres';
 import { integer, pgTable, serial, text } from 'drizzle-orm/pg-core';
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
@@ -8,15 +10,21 @@ import pg from 'pg';
 import postgres from 'postgres';
 import { describe, expectTypeOf, it } from 'vitest';
 import {
+  acquireSessionLock,
   advisoryLocks,
   type DrizzleAdvisoryLocks,
+  leader,
   lock,
   migrateWithLock,
+  runOnce,
+  type SessionLock,
   type TryResult,
   type TxOf,
+  tryAcquireSessionLock,
   tryLock,
   tryWithLock,
   withLock,
+  withSessionLock,
 } from '../src/index.ts';
 
 const accounts = pgTable('accounts', {
@@ -24,23 +32,22 @@ const accounts = pgTable('accounts', {
   owner: text('owner').notNull(),
   balance: integer('balance').notNull(),
 });
-const schema = { accounts };
 
-const poolDb = drizzleNodePg({ client: new pg.Pool(), schema });
-const clientDb = drizzleNodePg({ client: new pg.Client(), schema });
-const postgresJsDb = drizzlePostgresJs({ client: postgres(), schema });
-const pgliteDb = drizzlePglite({ client: new PGlite(), schema });
+const poolDb = drizzleNodePg({ client: new pg.Pool() });
+const clientDb = drizzleNodePg({ client: new pg.Client() });
+const postgresJsDb = drizzlePostgresJs({ client: postgres() });
+const pgliteDb = drizzlePglite({ client: new PGlite() });
 
 describe('accepted databases', () => {
-  it('every driver type-checks, and tx is that driver’s transaction with the schema', () => {
+  it('every driver type-checks, and tx is that driver’s own transaction', () => {
     void withLock(poolDb, 'a', async (tx) => {
       expectTypeOf(tx).toEqualTypeOf<TxOf<typeof poolDb>>();
-      const row = await tx.query.accounts.findFirst({ where: eq(accounts.id, 1) });
-      expectTypeOf(row).toEqualTypeOf<{ id: number; owner: string; balance: number } | undefined>();
+      const rows = await tx.select().from(accounts);
+      expectTypeOf(rows).toEqualTypeOf<{ id: number; owner: string; balance: number }[]>();
     });
-    void withLock(clientDb, 'a', async (tx) => tx.query.accounts.findMany());
-    void withLock(postgresJsDb, 'a', async (tx) => tx.query.accounts.findMany());
-    void withLock(pgliteDb, 'a', async (tx) => tx.query.accounts.findMany());
+    void withLock(clientDb, 'a', async (tx) => tx.select().from(accounts));
+    void withLock(postgresJsDb, 'a', async (tx) => tx.select().from(accounts));
+    void withLock(pgliteDb, 'a', async (tx) => tx.select().from(accounts));
     expectTypeOf(advisoryLocks(postgresJsDb)).toEqualTypeOf<
       DrizzleAdvisoryLocks<TxOf<typeof postgresJsDb>>
     >();
@@ -54,18 +61,19 @@ describe('accepted databases', () => {
     ).toEqualTypeOf<Promise<{ id: number; owner: string; balance: number }[]>>();
   });
 
-  it('passes Drizzle’s transaction config through, typed', () => {
+  it('takes transaction settings under `transaction`, typed', () => {
     void withLock(poolDb, 'a', async () => 1, {
-      transaction: { isolationLevel: 'serializable', accessMode: 'read only' },
+      transaction: { isolationLevel: 'serializable', accessMode: 'read only', deferrable: true },
     });
+    void advisoryLocks(poolDb, { transaction: { isolationLevel: 'repeatable read' } });
     // @ts-expect-error not an isolation level
     void withLock(poolDb, 'a', async () => 1, { transaction: { isolationLevel: 'chaos' } });
+    // @ts-expect-error Prisma's timeout is not a setting Drizzle applies
+    void withLock(poolDb, 'a', async () => 1, { transaction: { timeout: 5_000 } });
   });
 
-  it('a transaction is accepted where a database is (withLock then opens a savepoint)', () => {
-    void poolDb.transaction(async (tx) =>
-      withLock(tx, 'a', async (inner) => inner.query.accounts.findMany()),
-    );
+  it('a transaction is accepted where a database is (withLock then nests with a savepoint)', () => {
+    void poolDb.transaction(async (tx) => withLock(tx, 'a', async (inner) => inner.select().from(accounts)));
   });
 });
 
@@ -86,11 +94,39 @@ describe('lock() and tryLock() need a transaction', () => {
     await advisoryLocks(poolDb).lock(poolDb, 'a');
   });
 
-  it('lock options do not take transaction config (the transaction exists already)', async () => {
+  it('lock options do not take transaction settings (the transaction exists already)', async () => {
     await poolDb.transaction(async (tx) => {
-      // @ts-expect-error transaction config belongs to withLock
+      // @ts-expect-error transaction settings belong to withLock
       await lock(tx, 'a', { transaction: { isolationLevel: 'serializable' } });
     });
+  });
+});
+
+describe('session verbs, runOnce and leader', () => {
+  it('take a database, never a transaction (a session lock pins a connection of its own)', async () => {
+    expectTypeOf(acquireSessionLock(poolDb, 'a')).toEqualTypeOf<Promise<SessionLock>>();
+    expectTypeOf(tryAcquireSessionLock(postgresJsDb, 'a', { heartbeatMs: 500 })).toEqualTypeOf<
+      Promise<SessionLock | undefined>
+    >();
+    expectTypeOf(withSessionLock(clientDb, 'a', async (signal) => signal.aborted)).toEqualTypeOf<
+      Promise<boolean>
+    >();
+    await advisoryLocks(poolDb).acquireSessionLock('a');
+    await poolDb.transaction(async (tx) => {
+      // @ts-expect-error a transaction has no $client
+      await acquireSessionLock(tx, 'a');
+    });
+    const campaign = leader(poolDb, 'scheduler', { onElected: ({ term, signal }) => void [term, signal] });
+    void campaign.stop();
+  });
+
+  it('runOnce gives the job the database’s transaction and the period', async () => {
+    const result = await runOnce(poolDb, 'job', { per: '1h' }, async (tx, { period }) => {
+      expectTypeOf(tx).toEqualTypeOf<TxOf<typeof poolDb>>();
+      await tx.execute(sql`SELECT 1`);
+      return period.start;
+    });
+    if (result.ran) expectTypeOf(result.value).toEqualTypeOf<Date>();
   });
 });
 
@@ -101,18 +137,6 @@ describe('migrateWithLock', () => {
     await poolDb.transaction(async (tx) => {
       // @ts-expect-error Drizzle's migrator commits on its own connection; a transaction has no $client
       await migrateWithLock(tx, { migrationsFolder: './drizzle' });
-    });
-  });
-});
-
-describe('structural types stay minimal', () => {
-  it('anything with execute and transaction is a database', () => {
-    const custom = {
-      execute: (_query: SQLWrapper | string) => Promise.resolve({ rows: [] }),
-      transaction: <T>(fn: (tx: { execute: typeof sql }) => Promise<T>) => fn({ execute: sql }),
-    };
-    void withLock(custom, 'a', async (tx) => {
-      expectTypeOf(tx).toEqualTypeOf<{ execute: typeof sql }>();
     });
   });
 });
