@@ -92,7 +92,7 @@ async function traced(a: Acquisition): Promise<boolean> {
 /** Milliseconds left of the budget (at least 1 while any is left), or 0 when it is spent. */
 export function budgetLeft(deadline: number): number {
   const left = Math.ceil(deadline - performance.now());
-  return left > 0 ? left : 0;
+  return Math.max(left, 0);
 }
 
 async function wait(a: Acquisition): Promise<boolean> {

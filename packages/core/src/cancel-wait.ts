@@ -1,6 +1,6 @@
 import { InvalidLockOptionsError } from './errors.ts';
-import type { LockPort, PortConnection } from './lock-port.ts';
 import type { LockRequest } from './lock-options.ts';
+import type { LockPort, PortConnection } from './lock-port.ts';
 import { backendPidStatement } from './lock-statements.ts';
 import { cell } from './row-cell.ts';
 import { within } from './run-cancellable.ts';
@@ -19,7 +19,12 @@ const CONTROL_TIMEOUT_MS = 2_000;
 /**
  * Refuses `signal` before any SQL where nothing could interrupt a server-side wait.
  */
-export function assertCancellable<Db>(port: LockPort<Db, unknown>, db: Db, request: LockRequest, verb: string): void {
+export function assertCancellable<Db>(
+  port: LockPort<Db, unknown>,
+  db: Db,
+  request: LockRequest,
+  verb: string,
+): void {
   if (request.signal === undefined || request.timeoutMs === 0) return;
   if (port.cancellation(db) !== 'none') return;
   throw new InvalidLockOptionsError(
@@ -48,8 +53,11 @@ export async function cancellerFor<Db>(
   if (!Number.isInteger(pid)) return undefined;
   const stmt = guardedCancel.bind([String(pid)]);
   return async () => {
-    const control = await within(open(db), CONTROL_TIMEOUT_MS, 'no control connection for the cancel', (late) =>
-      late.release(),
+    const control = await within(
+      open(db),
+      CONTROL_TIMEOUT_MS,
+      'no control connection for the cancel',
+      (late) => late.release(),
     );
     try {
       await control.query(stmt);

@@ -1,6 +1,6 @@
-import { cell } from './row-cell.ts';
-import type { Row } from './lock-port.ts';
 import { type LockKey, lockKey } from './lock-key.ts';
+import type { Row } from './lock-port.ts';
+import { cell } from './row-cell.ts';
 import type { Statement } from './statement.ts';
 import { statementText } from './statement.ts';
 
@@ -96,7 +96,8 @@ export async function inspectLocks(query: QueryRunner): Promise<AdvisoryLockInfo
   });
 }
 
-const isLockedText = statementText(`SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted
+const isLockedText =
+  statementText(`SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted
     AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
     AND classid = $1::text::bigint::oid AND objid = $2::text::bigint::oid AND objsubid = $3::text::int) AS locked`);
 

@@ -23,8 +23,9 @@ export interface LockContext {
 // One store per process, not per copy of this module: an app that loads pglock both as ESM and as
 // CommonJS still sees one callback's lock from the other copy (the key names the context's shape).
 const STORAGE = Symbol.for('pglock.lockContext.v1');
-const storage: AsyncLocalStorage<LockContext> = ((globalThis as Record<symbol, unknown>)[STORAGE] ??=
-  new AsyncLocalStorage<LockContext>()) as AsyncLocalStorage<LockContext>;
+const shared = globalThis as Record<symbol, unknown>;
+if (shared[STORAGE] === undefined) shared[STORAGE] = new AsyncLocalStorage<LockContext>();
+const storage = shared[STORAGE] as AsyncLocalStorage<LockContext>;
 
 /** The running context that `handle` belongs to: its root database, or its transaction. */
 export function contextFor(handle: unknown): LockContext | undefined {

@@ -1,15 +1,21 @@
 import { acquire, isConnectionFailure } from './acquire.ts';
-import { cell } from './row-cell.ts';
 import { assertCancellable, cancellerFor } from './cancel-wait.ts';
 import { startTrace, type Trace } from './diagnostics.ts';
 import { LockLostError, LockUsageError } from './errors.ts';
 import { lockTag } from './inspect-locks.ts';
 import type { LockKey } from './lock-key.ts';
+import {
+  checkDuration,
+  type LockOptions,
+  type LockRequest,
+  type LockTarget,
+  lockRequest,
+} from './lock-options.ts';
 import type { ControlConnection, LockPort, PinnedConnection, PortConnection } from './lock-port.ts';
-import { checkDuration, type LockOptions, type LockRequest, type LockTarget, lockRequest } from './lock-options.ts';
 import { backendPidStatement, releaseStatements, sessionUnlockStatements } from './lock-statements.ts';
 import { abortedError, describeKeys, notAcquiredError, queryFailed } from './messages.ts';
 import { contextFor } from './nesting.ts';
+import { cell } from './row-cell.ts';
 import { within } from './run-cancellable.ts';
 import { type Statement, statementText } from './statement.ts';
 
@@ -105,7 +111,9 @@ export async function takeSessionLock<Db>(
   assertCancellable(port, db, request, verb);
   if (request.signal?.aborted) throw abortedError(request, verb, request.signal.reason);
   const deadline =
-    request.timeoutMs === undefined || request.timeoutMs === 0 ? undefined : performance.now() + request.timeoutMs;
+    request.timeoutMs === undefined || request.timeoutMs === 0
+      ? undefined
+      : performance.now() + request.timeoutMs;
 
   let died: unknown;
   let holder: HeldSessionLock | undefined;
@@ -132,9 +140,21 @@ export async function takeSessionLock<Db>(
   let held: boolean;
   try {
     const cancel = await cancellerFor(port, db, pinned, request);
-    held = await acquire({ connection: pinned, request, scope: 'session', deadline, ownsTransaction: false, cancel, verb, trace });
+    held = await acquire({
+      connection: pinned,
+      request,
+      scope: 'session',
+      deadline,
+      ownsTransaction: false,
+      cancel,
+      verb,
+      trace,
+    });
   } catch (error) {
-    await pinned.release(died !== undefined || isConnectionFailure(error) ? 'dead' : 'unknown', asError(error));
+    await pinned.release(
+      died !== undefined || isConnectionFailure(error) ? 'dead' : 'unknown',
+      asError(error),
+    );
     throw error;
   }
   if (!held) {
@@ -167,10 +187,13 @@ export async function takeSessionLock<Db>(
   }
   if (died !== undefined) {
     await pinned.release('dead', asError(died));
-    throw new LockLostError(`${verb}: the connection of the session ${describeKeys(request)} died as it was taken.`, {
-      keys: request.keys,
-      cause: died,
-    });
+    throw new LockLostError(
+      `${verb}: the connection of the session ${describeKeys(request)} died as it was taken.`,
+      {
+        keys: request.keys,
+        cause: died,
+      },
+    );
   }
   holder = new HeldSessionLock(port, db, pinned, request, trace, pid, since, heartbeatMs);
   return holder;
@@ -251,7 +274,11 @@ async function refuseSession(
   throw new LockUsageError(
     `${verb}: the session ${describeKeys(request)} cannot be held through this connection: ${reason}, so an unlock or a heartbeat could land on another backend and two holders could both believe they hold it. ` +
       'Use withLock (transaction-scoped locks work through transaction pooling), or take session locks on a direct connection or through a session-mode pool. ' +
-      (!locked ? 'Nothing was locked.' : released ? 'The lock was released.' : 'The connection was closed, which releases the lock.'),
+      (!locked
+        ? 'Nothing was locked.'
+        : released
+          ? 'The lock was released.'
+          : 'The connection was closed, which releases the lock.'),
     { keys: request.keys },
   );
 }
@@ -373,7 +400,10 @@ class HeldSessionLock implements SessionLock {
     clearInterval(this.#timer);
     const detail = cause instanceof Error ? cause.message : String(cause);
     this.#controller.abort(
-      new LockLostError(`The session ${describeKeys(this.#request)} was lost: ${detail}.`, { keys: this.keys, cause }),
+      new LockLostError(`The session ${describeKeys(this.#request)} was lost: ${detail}.`, {
+        keys: this.keys,
+        cause,
+      }),
     );
     this.#trace.lost(this.#controller.signal.reason);
     this.#closing = this.#close(state, asError(cause));
@@ -434,7 +464,10 @@ class HeldSessionLock implements SessionLock {
  * reaches the caller, never a release failure behind it (the connection is closed either way); when
  * `fn` resolves, a failed release rejects (the protection may have been gone).
  */
-export async function runWithSessionLock<T>(handle: SessionLock, fn: (signal: AbortSignal) => Promise<T>): Promise<T> {
+export async function runWithSessionLock<T>(
+  handle: SessionLock,
+  fn: (signal: AbortSignal) => Promise<T>,
+): Promise<T> {
   let result: T;
   try {
     result = await fn(handle.signal);
@@ -445,4 +478,3 @@ export async function runWithSessionLock<T>(handle: SessionLock, fn: (signal: Ab
   await handle.release();
   return result;
 }
-

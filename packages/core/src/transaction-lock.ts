@@ -2,9 +2,9 @@ import { acquire, budgetLeft } from './acquire.ts';
 import { assertCancellable, cancellerFor } from './cancel-wait.ts';
 import { startTrace } from './diagnostics.ts';
 import { InvalidLockOptionsError, LockUsageError, TransactionRolledBackError } from './errors.ts';
-import type { LockPort, PortConnection, TransactionRequest } from './lock-port.ts';
 import type { LockOptions, LockRequest, LockTarget } from './lock-options.ts';
 import { lockRequest } from './lock-options.ts';
+import type { LockPort, PortConnection, TransactionRequest } from './lock-port.ts';
 import { abortedError, describeKeys, notAcquiredError } from './messages.ts';
 import { contextFor, contextOfTransaction, type LockContext, runInContext } from './nesting.ts';
 import { SqlState, sqlStateOf } from './sql-state.ts';
@@ -91,7 +91,10 @@ class NotTaken {
 
 const failedCheck = statementText('SELECT 1 AS ok').bind([]);
 /** The request of most transactions (no settings, no bound), made once. */
-const PLAIN_TRANSACTION: TransactionRequest = Object.freeze({ settings: NO_TRANSACTION_SETTINGS, waitMs: undefined });
+const PLAIN_TRANSACTION: TransactionRequest = Object.freeze({
+  settings: NO_TRANSACTION_SETTINGS,
+  waitMs: undefined,
+});
 
 /**
  * `withLock` / `tryWithLock`: `fn` runs in a transaction whose first statement takes the lock.
@@ -123,7 +126,8 @@ function startLocked<Db, Tx, T>(
   attempt: boolean,
   verb: string,
 ): Promise<T | TryResult<T>> {
-  if (typeof fn !== 'function') throw new InvalidLockOptionsError(`${verb}: the callback must be a function.`);
+  if (typeof fn !== 'function')
+    throw new InvalidLockOptionsError(`${verb}: the callback must be a function.`);
   const { port, db } = scope;
   const settings = settingsFor(scope, options, verb);
   let request = requestFor(target, options, scope.defaults, attempt, verb);
@@ -164,7 +168,9 @@ async function ownTransaction<Db, Tx, T>(
 ): Promise<T | TryResult<T>> {
   const { port, db } = scope;
   const deadline =
-    request.timeoutMs === undefined || request.timeoutMs === 0 ? undefined : performance.now() + request.timeoutMs;
+    request.timeoutMs === undefined || request.timeoutMs === 0
+      ? undefined
+      : performance.now() + request.timeoutMs;
   let leaveQueue: (() => void) | undefined;
   if (request.timeoutMs !== 0) {
     const entered = enterQueue(db as object, request.keys, request.shared, deadline, request.signal);
@@ -205,7 +211,14 @@ async function ownTransaction<Db, Tx, T>(
           leaveQueue = undefined;
         }
         if (!acquired) throw new NotTaken(notAcquiredError(request, verb));
-        const context: LockContext = { root: db as object, tx, connection, depth: 1, parent: undefined, busy: false };
+        const context: LockContext = {
+          root: db as object,
+          tx,
+          connection,
+          depth: 1,
+          parent: undefined,
+          busy: false,
+        };
         const result = await runInContext(context, fn, tx);
         if (!transactionOpen(connection)) await assertNotFailed(port, connection, request, verb, false);
         return result;
@@ -257,7 +270,12 @@ async function assertNotFailed<Db, Tx>(
   throw rolledBackError(request, verb, savepoint, cause);
 }
 
-function rolledBackError(request: LockRequest, verb: string, savepoint: boolean, cause: unknown): TransactionRolledBackError {
+function rolledBackError(
+  request: LockRequest,
+  verb: string,
+  savepoint: boolean,
+  cause: unknown,
+): TransactionRolledBackError {
   const what = savepoint ? 'rolled back to its savepoint' : 'rolled back';
   return new TransactionRolledBackError(
     `${verb}: the callback under the ${describeKeys(request)} resolved, but a statement in its transaction had failed, so PostgreSQL would not commit it: the transaction was ${what} and nothing it wrote was saved. Let the statement's error leave the callback, or wrap the statement that may fail in a nested ${verb} (a savepoint).`,
@@ -300,7 +318,9 @@ async function nested<Db, Tx, T>(
   const depth = outer.depth + 1;
   const [open, release, rollback] = savepointStatements(depth) as [Statement, Statement, Statement];
   const deadline =
-    request.timeoutMs === undefined || request.timeoutMs === 0 ? undefined : performance.now() + request.timeoutMs;
+    request.timeoutMs === undefined || request.timeoutMs === 0
+      ? undefined
+      : performance.now() + request.timeoutMs;
   const trace = startTrace(request, 'transaction');
   outer.busy = true;
   let acquired = false;
@@ -308,7 +328,16 @@ async function nested<Db, Tx, T>(
     await connection.query(open);
     try {
       const cancel = await cancellerFor(scope.port, scope.db, connection, request);
-      acquired = await acquire({ connection, request, scope: 'transaction', deadline, ownsTransaction: true, cancel, verb, trace });
+      acquired = await acquire({
+        connection,
+        request,
+        scope: 'transaction',
+        deadline,
+        ownsTransaction: true,
+        cancel,
+        verb,
+        trace,
+      });
     } catch (error) {
       await connection.query(rollback).catch(() => undefined);
       await connection.query(release).catch(() => undefined);
@@ -320,7 +349,14 @@ async function nested<Db, Tx, T>(
       if (attempt) return { acquired: false };
       throw notAcquiredError(request, verb);
     }
-    const context: LockContext = { root: outer.root, tx: outer.tx, connection, depth, parent: outer, busy: false };
+    const context: LockContext = {
+      root: outer.root,
+      tx: outer.tx,
+      connection,
+      depth,
+      parent: outer,
+      busy: false,
+    };
     let value: T;
     try {
       value = await runInContext(context, fn, outer.tx);
@@ -340,7 +376,8 @@ async function nested<Db, Tx, T>(
       // (found by the kit's nested rolled-back test under load).
       await connection.query(rollback).catch(() => undefined);
       await connection.query(release).catch(() => undefined);
-      if (sqlStateOf(error) === SqlState.inFailedTransaction) throw rolledBackError(request, verb, true, error);
+      if (sqlStateOf(error) === SqlState.inFailedTransaction)
+        throw rolledBackError(request, verb, true, error);
       throw error;
     }
     return attempt ? { acquired: true, value } : value;
@@ -378,7 +415,9 @@ export async function lockInTransaction<Db, Tx>(
   assertCancellable(port, db, request, verb);
   if (request.signal?.aborted) throw abortedError(request, verb, request.signal.reason);
   const deadline =
-    request.timeoutMs === undefined || request.timeoutMs === 0 ? undefined : performance.now() + request.timeoutMs;
+    request.timeoutMs === undefined || request.timeoutMs === 0
+      ? undefined
+      : performance.now() + request.timeoutMs;
   const cancel = await cancellerFor(port, db, connection, request);
   const held = await acquire({
     connection,

@@ -27,9 +27,9 @@ export type QueueExit = 'timeout' | 'aborted';
 
 // One queue per process, not per copy of this module (ESM and CommonJS copies share it).
 const QUEUES = Symbol.for('pglock.waitQueues.v1');
-const queues: WeakMap<object, Map<bigint | string, Slot>> = ((globalThis as Record<symbol, unknown>)[
-  QUEUES
-] ??= new WeakMap()) as WeakMap<object, Map<bigint | string, Slot>>;
+const shared = globalThis as Record<symbol, unknown>;
+if (shared[QUEUES] === undefined) shared[QUEUES] = new WeakMap();
+const queues = shared[QUEUES] as WeakMap<object, Map<bigint | string, Slot>>;
 
 function slotsOf(root: object): Map<bigint | string, Slot> {
   let slots = queues.get(root);

@@ -2,13 +2,8 @@ import pg from 'pg';
 import { describe, expect, inject, it } from 'vitest';
 // The `databaseUrl` the vitest global setup provides (declared in the test-kit, shared by all packages).
 import type {} from '../../test-kit/src/provided-context.ts';
-import {
-  AdvisoryLockError,
-  LockAbortedError,
-  LockNotAcquiredError,
-  lockKey,
-} from '../src/index.ts';
 import { SqlState, sqlStateOf } from '../src/adapter.ts';
+import { AdvisoryLockError, LockAbortedError, LockNotAcquiredError, lockKey } from '../src/index.ts';
 
 describe('errors', () => {
   it('is() recognises errors from another copy of the package, where instanceof fails', async () => {

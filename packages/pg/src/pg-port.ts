@@ -66,7 +66,9 @@ export const pgPort: port.LockPort<PgQueryable, PgClientLike> = {
     // pg-pool takes its idle 'error' listener off a checked-out client, so a backend terminated while
     // the callback runs no statement would crash the process; keep the error for the next statement.
     let lost: Error | undefined;
-    const onError = (error: Error): void => void (lost ??= error);
+    const onError = (error: Error): void => {
+      lost ??= error;
+    };
     client.on('error', onError);
     let broken: Error | undefined;
     // 1: the callback runs, 2: COMMIT is on its way; a failure then is rolled back. One try/catch,
