@@ -58,10 +58,18 @@ export function abortedError(
 }
 
 /** A statement failed in the database for a reason other than the lock. */
-export function queryFailed(request: Pick<LockRequest, 'keys'>, verb: string, doing: string, cause: unknown): LockQueryError {
+export function queryFailed(
+  request: Pick<LockRequest, 'keys'>,
+  verb: string,
+  doing: string,
+  cause: unknown,
+): LockQueryError {
   const detail = cause instanceof Error ? `: ${cause.message}` : '';
-  return new LockQueryError(`${verb}: ${doing} the ${describeKeys(request)} failed in the database${detail}`, {
-    keys: request.keys,
-    cause,
-  });
+  return new LockQueryError(
+    `${verb}: ${doing} the ${describeKeys(request)} failed in the database${detail}`,
+    {
+      keys: request.keys,
+      cause,
+    },
+  );
 }
