@@ -12,9 +12,10 @@ import {
 runConformance(postgresDialectControlHarness);
 runConformance(postgresJsHarness);
 runConformance(postgresJsCamelHarness);
-// PGlite is another database than the kit's backdoor: suites that set up tables there cannot run.
+// kysely-pglite-dialect (like Kysely 0.29's own PGlite dialect) drops accessMode, which the port
+// cannot tell from Kysely's side: the README says so, and the settings suite is left out here.
 runConformance(pgliteHarness, {
-  only: ['exclusion', 'timeouts', 'release', 'modes', 'faults', 'input', 'queue', 'keyParity', 'diagnostics'],
+  only: (Object.keys(suites) as (keyof typeof suites)[]).filter((s) => s !== 'transactionSettings'),
 });
 
 // `db` alone: everything but what needs a connection beside the pool (a cancel while every pooled

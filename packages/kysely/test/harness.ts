@@ -183,8 +183,6 @@ export const pgliteHarness = defineHarness<Transaction<unknown>>({
     abort: false,
     countsStatements: true,
     session: false,
-    // kysely-pglite-dialect 1.3 opens every transaction with its isolation level only.
-    transactionSettings: ['isolationLevel'],
   },
   moduleUrl: import.meta.url,
   exportName: 'pgliteHarness',
