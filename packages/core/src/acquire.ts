@@ -149,7 +149,7 @@ async function waitFailed(
   aborted: boolean,
 ): Promise<false> {
   const { request, scope } = a;
-  if (failure !== undefined && !aborted && scope === 'session' && sqlStateOf(failure) === undefined) {
+  if (failure !== undefined && !aborted && scope === 'session' && isConnectionLoss(failure)) {
     // The connection itself failed: nothing more may be written to it.
     throw connectionFailed(a, failure, aborted);
   }
@@ -196,7 +196,7 @@ async function attempt(a: Acquisition): Promise<boolean> {
     return held;
   } catch (error) {
     if (AdvisoryLockError.is(error)) throw error;
-    if (a.scope === 'session' && sqlStateOf(error) === undefined) throw connectionFailed(a, error, false);
+    if (a.scope === 'session' && isConnectionLoss(error)) throw connectionFailed(a, error, false);
     throw queryFailed(request, a.verb, 'locking', error);
   }
 }
@@ -218,6 +218,16 @@ function connectionFailed(a: Acquisition, cause: unknown, aborted: boolean): Adv
 }
 
 const connectionFailedMark = Symbol('pglock.connectionFailed');
+
+/**
+ * The connection itself is gone: no SQLSTATE (a closed socket), a connection exception (class 08),
+ * or the server ending the session (57P01 terminated, 57P02 crash shutdown, 57P03 cannot connect
+ * now, 57P05 idle session timeout). Nothing more may be written to it.
+ */
+export function isConnectionLoss(error: unknown): boolean {
+  const state = sqlStateOf(error);
+  return state === undefined || state.startsWith('08') || /^57P0[1235]$/.test(state);
+}
 
 /** True for an acquisition error after which the session connection must get no more statements. */
 export function isConnectionFailure(error: unknown): boolean {

@@ -33,6 +33,9 @@ export function assertCancellable<Db>(
   );
 }
 
+/** A cancel; `pid` is the waiting backend's when it was read (cancels by pid know which one). */
+export type Canceller = (() => Promise<void>) & { readonly pid?: number };
+
 /**
  * The cancel of a wait on `connection`: its own protocol cancel, or a guarded `pg_cancel_backend`
  * by backend pid on a control connection (the pid is read first, one round trip, only for calls
@@ -43,7 +46,7 @@ export async function cancellerFor<Db>(
   db: Db,
   connection: PortConnection,
   request: LockRequest,
-): Promise<(() => Promise<void>) | undefined> {
+): Promise<Canceller | undefined> {
   if (request.signal === undefined || request.timeoutMs === 0) return undefined;
   if (connection.cancel !== undefined) return () => (connection.cancel as () => Promise<void>)();
   const open = port.controlConnection?.bind(port);
@@ -52,7 +55,7 @@ export async function cancellerFor<Db>(
   const pid = Number(cell(row ?? {}, 'pid'));
   if (!Number.isInteger(pid)) return undefined;
   const stmt = guardedCancel.bind([String(pid)]);
-  return async () => {
+  const cancel = async () => {
     const control = await within(
       open(db),
       CONTROL_TIMEOUT_MS,
@@ -65,4 +68,5 @@ export async function cancellerFor<Db>(
       await control.release();
     }
   };
+  return Object.assign(cancel, { pid });
 }

@@ -284,7 +284,11 @@ async function refuseSession(
 }
 
 /** The statement that counts how many of `keys` backend `pid` (or this connection's) holds. */
-function heldStatement(request: LockRequest, pid: number | undefined, since: string | undefined): Statement {
+export function heldStatement(
+  request: LockRequest,
+  pid: number | undefined,
+  since: string | undefined,
+): Statement {
   const classids: number[] = [];
   const objids: number[] = [];
   const subids: number[] = [];

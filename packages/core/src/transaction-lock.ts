@@ -1,12 +1,19 @@
 import { acquire, budgetLeft } from './acquire.ts';
 import { assertCancellable, cancellerFor } from './cancel-wait.ts';
 import { startTrace } from './diagnostics.ts';
-import { InvalidLockOptionsError, LockUsageError, TransactionRolledBackError } from './errors.ts';
+import {
+  InvalidLockOptionsError,
+  LockAbortedError,
+  LockUsageError,
+  TransactionRolledBackError,
+} from './errors.ts';
 import type { LockOptions, LockRequest, LockTarget } from './lock-options.ts';
 import { lockRequest } from './lock-options.ts';
 import type { LockPort, PortConnection, TransactionRequest } from './lock-port.ts';
 import { abortedError, describeKeys, notAcquiredError } from './messages.ts';
 import { contextFor, contextOfTransaction, type LockContext, runInContext } from './nesting.ts';
+import { cell } from './row-cell.ts';
+import { heldStatement } from './session-lock.ts';
 import { SqlState, sqlStateOf } from './sql-state.ts';
 import { type Statement, statementText } from './statement.ts';
 import {
@@ -419,16 +426,40 @@ export async function lockInTransaction<Db, Tx>(
       ? undefined
       : performance.now() + request.timeoutMs;
   const cancel = await cancellerFor(port, db, connection, request);
-  const held = await acquire({
-    connection,
-    request,
-    scope: 'transaction',
-    deadline,
-    ownsTransaction: false,
-    cancel,
-    verb,
-    trace: startTrace(request, 'transaction'),
-  });
+  let held: boolean;
+  try {
+    held = await acquire({
+      connection,
+      request,
+      scope: 'transaction',
+      deadline,
+      ownsTransaction: false,
+      cancel,
+      verb,
+      trace: startTrace(request, 'transaction'),
+    });
+  } catch (error) {
+    throw await truthfulAbort(port, db, request, verb, error, cancel?.pid);
+  }
   if (!held && !attempt) throw notAcquiredError(request, verb);
   return held;
+}
+
+/**
+ * A cancel by pid is not atomic with the grant: the lock can be granted just before the interrupt
+ * lands, and the statement then fails although the caller's transaction holds the lock. The
+ * transaction cannot be asked (it is failed), so ask from another connection, by pid.
+ */
+async function truthfulAbort<Db, Tx>(
+  port: LockPort<Db, Tx>,
+  db: Db,
+  request: LockRequest,
+  verb: string,
+  error: unknown,
+  pid: number | undefined,
+): Promise<unknown> {
+  if (!LockAbortedError.is(error) || error.held || pid === undefined) return error;
+  const rows = await port.query(db, heldStatement(request, pid, undefined)).catch(() => []);
+  const held = Number(cell(rows[0] ?? {}, 'held')) > 0;
+  return held ? abortedError(request, verb, error.reason, error.cause, true) : error;
 }

@@ -34,6 +34,11 @@ export interface Capabilities {
    */
   readonly sessionConnection?: 'pooled' | 'own' | undefined;
   /**
+   * The driver does not say whether a statement in the transaction failed, so core asks the server
+   * (`SELECT 1`) before COMMIT: one statement more per `withLock` (Kysely; see its README).
+   */
+  readonly commitCheck?: boolean | undefined;
+  /**
    * One instance runs several lock calls at once (it has a pool). Default true; false for an
    * instance over one client, which runs one transaction at a time (in-process queue and
    * pool-exhaustion suites skip).

@@ -394,6 +394,9 @@ export function schedulingSuite(ctx: SuiteContext): void {
         const [lost, next] = log.terms as [Term, Term];
         expect(next.who).not.toBe(lost.who);
         expect(next.term).toBeGreaterThan(lost.term);
+        // A port without connection events notices the loss at its next heartbeat, which may come
+        // after the standby's election (PostgreSQL freed the lock either way).
+        await ctx.backdoor.waitFor('the deposed leader told', async () => lost.reason !== undefined);
         expect(LockLostError.is(lost.reason)).toBe(true);
         expect(leading.isLeader).toBe(false);
         expect(standby.term).toBe(next.term);
