@@ -60,7 +60,10 @@ export function advisoryLocks<DB>(
  * @example
  * ```ts
  * import { withLock } from '@pglock/kysely';
+ * import type { Kysely } from 'kysely';
  *
+ * declare const db: Kysely<{ product: { id: number; stock: number } }>;
+ * declare const id: number;
  * await withLock(db, `product:${id}`, async (trx) => {
  *   await trx.updateTable('product').set((eb) => ({ stock: eb('stock', '-', 1) })).where('id', '=', id).execute();
  * });

@@ -61,6 +61,8 @@ export type KyselyWithLockOptions = WithLockOptions<KyselyTransactionSettings>;
  * @example
  * ```ts
  * import type { KyselyAdvisoryLocksOptions } from '@pglock/kysely';
+ * import { Kysely, PostgresDialect } from 'kysely';
+ * import pg from 'pg';
  *
  * const control = new Kysely<unknown>({ dialect: new PostgresDialect({ pool: new pg.Pool({ max: 2 }) }) });
  * const options: KyselyAdvisoryLocksOptions = { namespace: 'shop', control };
