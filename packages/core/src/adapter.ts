@@ -18,6 +18,7 @@ export {
 export { LockTrace, startTrace, type Trace } from './diagnostics.ts';
 export { parseDuration } from './duration.ts';
 export { inspectLocks, inspectLocksStatement, isLocked, lockTag, type QueryRunner } from './inspect-locks.ts';
+export { checkDuration, type LockRequest, lockRequest, MAX_DURATION_MS } from './lock-options.ts';
 export type {
   Cancellation,
   ControlConnection,
@@ -27,7 +28,6 @@ export type {
   Row,
   TransactionRequest,
 } from './lock-port.ts';
-export { checkDuration, type LockRequest, lockRequest, MAX_DURATION_MS } from './lock-options.ts';
 export {
   backendPidStatement,
   lockStatements,
