@@ -45,6 +45,8 @@ const network: Capabilities = {
 };
 /** Session locks over a `pg.Client` or postgres.js open a connection of their own. */
 const ownSessions: Capabilities = { ...network, sessionConnection: 'own' };
+/** postgres.js: `sql.begin` rolls back on any failed statement, also inside pglock's savepoint. */
+const postgresJsCapabilities: Capabilities = { ...ownSessions, nestedFailureRecovers: false };
 
 /** The few ORM-specific calls, the same for every driver: the ORM's own `db.transaction` and `tx`. */
 function setup(
@@ -126,7 +128,7 @@ function postgresJs(url: string, max: number, options: postgres.Options<Record<s
 /** `@pglock/drizzle` on drizzle-orm/postgres-js; statements counted with postgres.js's `debug` hook. */
 export const postgresJsHarness = defineHarness<unknown>({
   name: 'drizzle (postgres.js)',
-  capabilities: ownSessions,
+  capabilities: postgresJsCapabilities,
   moduleUrl: import.meta.url,
   exportName: 'postgresJsHarness',
   async open(url, { max }) {
@@ -142,7 +144,7 @@ export const postgresJsHarness = defineHarness<unknown>({
  */
 export const postgresJsUnpreparedHarness = defineHarness<unknown>({
   name: 'drizzle (postgres.js, prepare: false)',
-  capabilities: ownSessions,
+  capabilities: postgresJsCapabilities,
   moduleUrl: import.meta.url,
   exportName: 'postgresJsUnpreparedHarness',
   async open(url, { max }) {
@@ -160,7 +162,7 @@ const snakeKeys = (row: Record<string, unknown>) =>
  */
 export const postgresJsCamelHarness = defineHarness<unknown>({
   name: 'drizzle (postgres.js, transform: camel)',
-  capabilities: ownSessions,
+  capabilities: postgresJsCapabilities,
   moduleUrl: import.meta.url,
   exportName: 'postgresJsCamelHarness',
   async open(url, { max }) {

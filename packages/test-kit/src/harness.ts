@@ -39,6 +39,12 @@ export interface Capabilities {
    */
   readonly commitCheck?: boolean | undefined;
   /**
+   * A statement that fails inside a nested call is rolled back to pglock's savepoint and the outer
+   * transaction goes on. Default true; false where the ORM rolls its whole transaction back on any
+   * failed statement (Drizzle on postgres.js: `sql.begin`), which the adapter's README states.
+   */
+  readonly nestedFailureRecovers?: boolean | undefined;
+  /**
    * One instance runs several lock calls at once (it has a pool). Default true; false for an
    * instance over one client, which runs one transaction at a time (in-process queue and
    * pool-exhaustion suites skip).

@@ -274,7 +274,13 @@ export function schedulingSuite(ctx: SuiteContext): void {
       } finally {
         await instance.close();
       }
-      // Nested: the savepoint is rolled back, and the outer transaction goes on.
+      // Nested: the savepoint is rolled back, and the outer transaction goes on (where the ORM lets it).
+      if (ctx.harness.capabilities.nestedFailureRecovers === false) {
+        console.info(
+          `[${ctx.harness.name}] nested missing table skipped: the ORM rolls its whole transaction back`,
+        );
+        return;
+      }
       const nested = await ctx.open();
       const outer = ctx.name('run-once-missing-outer').name;
       const { name } = ctx.name('run-once-missing-nested');
