@@ -58,10 +58,16 @@ export function formatChaos(result: ChaosResult): string {
   for (const crash of result.crashes) {
     if (crash.knownBug) lines.push(`  excused crash of ${crash.adapter}: ${crash.knownBug}`);
     else {
-      const write = crash.fatalWrite
-        ? ` [fatal write on connection ${crash.fatalWrite.connection}: ${crash.fatalWrite.statements.join(' + ') || 'unknown statement'}]`
+      const fatal = crash.fatalWrite;
+      const closed = fatal?.closedBefore
+        ? `, closed ${fatal.closedMsBefore} ms before${fatal.writtenSinceClose ? ' and written to since' : ' and dead since'}`
         : '';
-      lines.push(`  CRASH ${crash.adapter}${write}: ${crash.stderr.trim().slice(-600)}`);
+      const query = /^QUERY (.*)$/m.exec(crash.stderr)?.[1];
+      const unhandled = query ? ` [unhandled rejection of: ${query}]` : '';
+      const write = fatal
+        ? ` [fatal write on connection ${fatal.connection}${closed}: ${fatal.statements.join(' + ') || 'unknown statement'}]`
+        : '';
+      lines.push(`  CRASH ${crash.adapter}${write}${unhandled}: ${crash.stderr.trim().slice(-600)}`);
     }
   }
   return lines.join('\n');

@@ -17,7 +17,9 @@ export const chaosSchema = `
     scope text NOT NULL CHECK (scope IN ('transaction', 'session')),
     entered timestamptz NOT NULL,
     exited timestamptz NOT NULL,
-    seen int NOT NULL
+    seen int NOT NULL,
+    -- The backend that recorded it (through a pooler, the server connection the transaction ran on).
+    pid int NOT NULL DEFAULT pg_backend_pid()
   );
   CREATE TABLE chaos_counters (key text PRIMARY KEY, value int NOT NULL);
 `;

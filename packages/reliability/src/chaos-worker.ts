@@ -21,6 +21,9 @@ const definition = subjectNamed(subjectName);
 const watch = definition.driver === 'postgres.js' ? watchPostgresJsWrites() : undefined;
 process.on('uncaughtException', (error) => {
   process.stderr.write(`UNCAUGHT ${String(error)}\n${error instanceof Error ? error.stack : ''}\n`);
+  // postgres.js puts the statement on its errors (with `debug` set): whose query was left unhandled.
+  const query = (error as { query?: unknown } | null)?.query;
+  if (typeof query === 'string') process.stderr.write(`QUERY ${query.replace(/\s+/g, ' ').slice(0, 200)}\n`);
   if (watch?.fatal()) process.stderr.write(`FATAL_WRITE ${JSON.stringify(watch.fatal())}\n`);
   process.exit(70);
 });
@@ -191,7 +194,12 @@ async function run(kind: Kind): Promise<void> {
 
 async function step(): Promise<void> {
   const kind = pick(kinds);
-  const watchdog = setTimeout(() => process.stderr.write(`step ${kind} stuck for 10 s\n`), 10_000);
+  const watchdog = setTimeout(() => {
+    const unflushed = watch?.unflushed() ?? [];
+    process.stderr.write(
+      `step ${kind} stuck for 10 s${unflushed.length ? `; never flushed: ${unflushed.join('; ')}` : ''}\n`,
+    );
+  }, 10_000);
   try {
     await run(kind);
   } finally {
@@ -220,6 +228,11 @@ while (Date.now() < deadline) {
 }
 clearInterval(report);
 say({ event: 'done', ...stats });
-const closing = setTimeout(() => process.stderr.write('close() stuck for 5 s\n'), 5_000);
+const closing = setTimeout(() => {
+  const unflushed = watch?.unflushed() ?? [];
+  process.stderr.write(
+    `close() stuck for 5 s (${subject.poolState()}${unflushed.length ? `; never flushed: ${unflushed.join('; ')}` : ''})\n`,
+  );
+}, 5_000);
 await subject.close().catch(() => undefined);
 clearTimeout(closing);

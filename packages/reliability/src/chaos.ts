@@ -36,6 +36,8 @@ export interface ChaosOptions {
   readonly faults?: boolean;
   /** Only these subjects (default: every one in {@link subjects}), e.g. to chase one adapter's crash. */
   readonly subjects?: readonly string[] | undefined;
+  /** Keep the run's database when the checker found a violation, to study its rows (it logs the name). */
+  readonly keepOnViolation?: boolean | undefined;
   /** Progress lines. */
   readonly log?: (line: string) => void;
 }
@@ -118,16 +120,20 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
   if (chosen.length === 0) throw new Error(`no subject among ${options.subjects?.join(', ')}`);
   const poolerProcesses = options.poolerProcesses ?? chosen.length;
   const lane = poolerProcesses > 0 ? await startPoolerLane(runUrl.href) : 'poolerProcesses is 0';
+  let keep = false;
   try {
     await db.connect();
     await db.query(chaosSchema);
     await db.query('INSERT INTO chaos_counters SELECT unnest($1::text[]), 0', [[...chaosKeys]]);
     const poolerLane = typeof lane === 'string' ? lane : { ...lane, poolerProcesses };
-    return await drive(options, chosen, runUrl.href, db, poolerLane, log);
+    const result = await drive(options, chosen, runUrl.href, db, poolerLane, log);
+    keep = options.keepOnViolation === true && result.violations.length > 0;
+    if (keep) log(`chaos: kept database ${database} (violations)`);
+    return result;
   } finally {
     if (typeof lane !== 'string') await lane.stop();
     await db.end().catch(() => undefined);
-    await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`).catch(() => undefined);
+    if (!keep) await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`).catch(() => undefined);
     await admin.end();
   }
 }

@@ -8,6 +8,14 @@ export interface FatalWrite {
   readonly statements: readonly string[];
   /** Whether postgres.js had reported that connection closed before the write. */
   readonly closedBefore: boolean;
+  /** How long before the write it closed (ms), when it had. */
+  readonly closedMsBefore?: number | undefined;
+  /**
+   * Whether anything was written on the connection between its close and this write (a reconnect
+   * writes its startup message): false means the statement went to a connection that was dead all
+   * along since it closed, whoever held it.
+   */
+  readonly writtenSinceClose?: boolean | undefined;
 }
 
 /** What {@link watchPostgresJsWrites} gives a worker. */
@@ -16,6 +24,8 @@ export interface WriteWatch {
   readonly hooks: PostgresJsHooks;
   /** The write that threw from postgres.js's timer, once one has. */
   fatal(): FatalWrite | undefined;
+  /** Statements queued on connections postgres.js reported closed and never flushed (a stuck call waits on them). */
+  unflushed(): string[];
 }
 
 /**
@@ -40,7 +50,7 @@ export interface WriteWatch {
 export function watchPostgresJsWrites(): WriteWatch {
   let fresh: number | undefined;
   const pending = new Map<number, string[]>();
-  const closed = new Set<number>();
+  const closed = new Map<number, { readonly at: number; written: boolean }>();
   const owners = new WeakMap<object, number | 'unknown'>();
   let fatal: FatalWrite | undefined;
   const original = globalThis.setImmediate;
@@ -60,13 +70,20 @@ export function watchPostgresJsWrites(): WriteWatch {
         const statements = connection === undefined ? [] : [...(pending.get(connection) ?? [])];
         try {
           const result = callback(...timerArgs);
-          if (connection !== undefined) pending.delete(connection);
+          if (connection !== undefined) {
+            pending.delete(connection);
+            const close = closed.get(connection);
+            if (close) close.written = true;
+          }
           return result;
         } catch (error) {
+          const close = connection === undefined ? undefined : closed.get(connection);
           fatal ??= {
             connection,
             statements,
-            closedBefore: connection !== undefined && closed.has(connection),
+            closedBefore: close !== undefined,
+            closedMsBefore: close && Math.round(performance.now() - close.at),
+            writtenSinceClose: close?.written,
           };
           throw error;
         }
@@ -89,10 +106,14 @@ export function watchPostgresJsWrites(): WriteWatch {
         pending.set(connection, queued.slice(-5));
       },
       onclose(connection) {
-        closed.add(connection);
+        closed.set(connection, { at: performance.now(), written: false });
       },
     },
     fatal: () => fatal,
+    unflushed: () =>
+      [...pending]
+        .filter(([connection]) => closed.has(connection) && !closed.get(connection)?.written)
+        .map(([connection, statements]) => `connection ${connection} (closed): ${statements.join(' + ')}`),
   };
 }
 

@@ -22,6 +22,8 @@ export interface Subject {
   readonly query: Sql;
   /** The session verbs of the adapter's factory, where it can pin a connection. */
   readonly session: SessionAdvisoryLocks | undefined;
+  /** The pool's counts, where the driver has them: what a `close()` that never settles waits for. */
+  poolState(): string;
   close(): Promise<void>;
 }
 
@@ -67,6 +69,11 @@ const noop = (): void => undefined;
  * on every client (pg-pool leaves a checked-out client without one, and the ORM, not pglock, checks
  * these out: brianc/node-postgres #1165).
  */
+/** A node-postgres pool's counts: a client checked out and never released keeps `end()` from settling. */
+const poolState = (pool: pg.Pool) => (): string =>
+  `pg.Pool total ${pool.totalCount}, idle ${pool.idleCount}, waiting ${pool.waitingCount}`;
+const noPoolState = (): string => 'no pool counts';
+
 function appPool(url: string, max: number): pg.Pool {
   const pool = new pg.Pool({ connectionString: url, max });
   pool.on('error', noop);
@@ -116,6 +123,7 @@ const pgSubject: SubjectDefinition = {
       tryWithLock: (target, fn, o) => locks.tryWithLock(target, (client) => fn(sqlOf(client)), o),
       query: sqlOf(pool),
       session: locks,
+      poolState: poolState(pool),
       close: () => pool.end(),
     };
   },
@@ -126,6 +134,7 @@ async function drizzleSubject(
   name: SubjectName,
   db: import('drizzle-orm/pg-core').PgDatabase<import('drizzle-orm/pg-core').PgQueryResultHKT>,
   close: () => Promise<void>,
+  state: () => string,
 ): Promise<Subject> {
   const [{ advisoryLocks }, { sql }] = await Promise.all([import('@pglock/drizzle'), import('drizzle-orm')]);
   const locks = advisoryLocks(db);
@@ -151,6 +160,7 @@ async function drizzleSubject(
     tryWithLock: (target, fn, o) => locks.tryWithLock(target, (tx) => fn(sqlOf(tx)), o),
     query: sqlOf(db),
     session: locks as unknown as SessionAdvisoryLocks,
+    poolState: state,
     close,
   };
 }
@@ -162,7 +172,12 @@ const drizzleNodePostgres: SubjectDefinition = {
   async open(url, options = {}) {
     const { drizzle } = await import('drizzle-orm/node-postgres');
     const pool = appPool(url, options.max ?? 4);
-    return drizzleSubject('drizzle-node-postgres', drizzle({ client: pool }), () => pool.end());
+    return drizzleSubject(
+      'drizzle-node-postgres',
+      drizzle({ client: pool }),
+      () => pool.end(),
+      poolState(pool),
+    );
   },
 };
 
@@ -173,12 +188,21 @@ const drizzlePostgresJs: SubjectDefinition = {
   async open(url, options = {}) {
     const { drizzle } = await import('drizzle-orm/postgres-js');
     const client = postgresJs(url, options);
-    return drizzleSubject('drizzle-postgres-js', drizzle({ client }), () => client.end({ timeout: 5 }));
+    return drizzleSubject(
+      'drizzle-postgres-js',
+      drizzle({ client }),
+      () => client.end({ timeout: 5 }),
+      noPoolState,
+    );
   },
 };
 
 /** Kysely, with SQL through Kysely's `sql` (values bound as parameters). */
-async function kyselySubject(name: SubjectName, db: import('kysely').Kysely<unknown>): Promise<Subject> {
+async function kyselySubject(
+  name: SubjectName,
+  db: import('kysely').Kysely<unknown>,
+  state: () => string,
+): Promise<Subject> {
   const [{ advisoryLocks }, { sql }] = await Promise.all([import('@pglock/kysely'), import('kysely')]);
   const locks = advisoryLocks(db);
   const sqlOf =
@@ -198,6 +222,7 @@ async function kyselySubject(name: SubjectName, db: import('kysely').Kysely<unkn
     tryWithLock: (target, fn, o) => locks.tryWithLock(target, (trx) => fn(sqlOf(trx)), o),
     query: sqlOf(db),
     session: locks as unknown as SessionAdvisoryLocks,
+    poolState: state,
     close: () => db.destroy(),
   };
 }
@@ -209,7 +234,11 @@ const kyselyPg: SubjectDefinition = {
   async open(url, options = {}) {
     const { Kysely, PostgresDialect } = await import('kysely');
     const pool = appPool(url, options.max ?? 4);
-    return kyselySubject('kysely-pg', new Kysely<unknown>({ dialect: new PostgresDialect({ pool }) }));
+    return kyselySubject(
+      'kysely-pg',
+      new Kysely<unknown>({ dialect: new PostgresDialect({ pool }) }),
+      poolState(pool),
+    );
   },
 };
 
@@ -226,6 +255,7 @@ const kyselyPostgresJs: SubjectDefinition = {
     return kyselySubject(
       'kysely-postgres-js',
       new Kysely<unknown>({ dialect: new PostgresJSDialect({ postgres: client }) }),
+      noPoolState,
     );
   },
 };
@@ -258,6 +288,7 @@ const prismaSubject: SubjectDefinition = {
       tryWithLock: (target, fn, o) => prisma.$tryWithLock(target, (tx) => fn(sqlOf(tx)), o),
       query: sqlOf(prisma),
       session: undefined,
+      poolState: poolState(pool),
       async close() {
         await base.$disconnect();
         await pool.end().catch(noop);
