@@ -8,7 +8,6 @@ export interface TargetResult {
 }
 
 const PGLOCK = 'pglock withLock (pg)';
-const HAND_WRITTEN = 'hand-written pg_advisory_xact_lock';
 const x = (ratio: number | undefined) =>
   ratio === undefined || !Number.isFinite(ratio) ? 'n/a' : `${ratio.toFixed(2)}×`;
 const ms = (value: number) => (Number.isFinite(value) ? `${value.toFixed(3)} ms` : 'n/a');
@@ -180,5 +179,3 @@ function pollingRatio(
   );
   return Math.min(...polling.map((p) => p.handOffP50Ms)) / pglock.handOffP50Ms;
 }
-
-export { HAND_WRITTEN, PGLOCK };
