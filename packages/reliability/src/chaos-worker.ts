@@ -76,17 +76,18 @@ async function section(sql: Sql, keys: readonly string[], mode: 'exclusive' | 's
   stats.completed++;
 }
 
-// One statement, so it commits (autocommit) only if the holder's backend still holds the lock at
-// that moment: a leader that lost its lock (backend terminated) writes nothing.
-const SESSION_WRITE = `WITH held AS (
-    SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted AND mode = 'ExclusiveLock'
-       AND pid = $1::text::int AND objsubid = 1 AND classid = $2::text::bigint::oid AND objid = $3::text::bigint::oid
-       AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
-  ), counted AS (
-    UPDATE chaos_counters SET value = $4::text::int WHERE key = $5::text AND EXISTS (SELECT 1 FROM held) RETURNING key
-  )
+// One statement (autocommit), recording the section only if the holder's backend still holds the lock
+// at its end: the clock is read first (a materialized CTE), then `pg_locks`, in a subplan per row of
+// it. A leader that lost its lock (backend terminated) records nothing. It writes no counter: a write
+// on another connection than the lock's cannot be fenced by the lock (the holder may be terminated
+// between this check and the commit), and that is no fault of the lock library.
+const SESSION_RECORD = `WITH t AS MATERIALIZED (SELECT clock_timestamp() AS at)
   INSERT INTO chaos_sections (worker, key, mode, scope, entered, exited, seen)
-  SELECT $6::text, key, 'exclusive', 'session', $7::text::timestamptz, clock_timestamp(), $8::text::int FROM counted
+  SELECT $1::text, $2::text, 'exclusive', 'session', $3::text::timestamptz, t.at, $4::text::int FROM t
+   WHERE EXISTS (
+     SELECT 1 FROM pg_locks WHERE t.at IS NOT NULL AND locktype = 'advisory' AND granted AND mode = 'ExclusiveLock'
+        AND pid = $5::text::int AND objsubid = 1 AND classid = $6::text::bigint::oid AND objid = $7::text::bigint::oid
+        AND database = (SELECT oid FROM pg_database WHERE datname = current_database()))
   RETURNING id`;
 
 /** A section under a session lock held by backend `pid`, on the app's own (unpinned) connections. */
@@ -94,18 +95,16 @@ async function sessionSection(pid: number, key: string): Promise<boolean> {
   const sql = subject.query;
   const [entry] = await sql('SELECT clock_timestamp()::text AS at');
   const [row] = await sql('SELECT value FROM chaos_counters WHERE key = $1::text', [key]);
-  const seen = Number(row?.value);
   await dawdle(sql);
   const value = BigInt.asUintN(64, (lockKey(key) as { value: bigint }).value);
-  const written = await sql(SESSION_WRITE, [
+  const written = await sql(SESSION_RECORD, [
+    worker,
+    key,
+    String(entry?.at),
+    String(Number(row?.value)),
     String(pid),
     String(value >> 32n),
     String(value & 0xffffffffn),
-    String(seen + 1),
-    key,
-    worker,
-    String(entry?.at),
-    String(seen),
   ]);
   if (written.length === 1) stats.completed++;
   return written.length === 1;

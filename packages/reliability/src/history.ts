@@ -2,9 +2,11 @@
  * One committed critical section on one key, as a chaos worker recorded it: `entered` after the lock
  * was granted, `exited` as the last statement before COMMIT, both PostgreSQL's `clock_timestamp()`
  * (one clock for every process). A transaction-scoped section writes inside the lock's own
- * transaction; a session-lock section writes in one statement that commits only if the holder's
- * backend still holds the lock in `pg_locks`. A section whose process or backend died, or whose
- * session lock was lost, never commits: it leaves no row, and neither does its increment.
+ * transaction, so its write commits before its lock is released. A session-lock section writes
+ * nothing but its row: its write could not be fenced by a lock held on another connection (a holder
+ * terminated just after a check may still commit). Its `exited` is the moment a check found the
+ * holder's backend still holding the lock in `pg_locks`, so it held the lock from `entered` to
+ * `exited`. A section whose process or backend died, or whose session lock was lost, leaves no row.
  */
 export interface SectionRow {
   readonly id: number;
@@ -16,7 +18,7 @@ export interface SectionRow {
   /** Microseconds since the epoch (`clock_timestamp()`), so that ordering is exact. */
   readonly entered: bigint;
   readonly exited: bigint;
-  /** The key's counter as the section read it; an exclusive section wrote `seen + 1`. */
+  /** The key's counter as the section read it; an exclusive transaction-scoped section wrote `seen + 1`. */
   readonly seen: number;
 }
 
@@ -52,7 +54,8 @@ export interface HistoryReport {
 /**
  * Checks a chaos history: no two exclusive sections on a key overlapped, no exclusive section
  * overlapped a shared one, every committed increment is in the final counter (and each exclusive
- * section saw the value the one before it wrote), no advisory lock is left held, no session lock was
+ * section saw the value the one before it wrote, a session-lock section the value of every writer
+ * before it), no advisory lock is left held, no session lock was
  * granted through a transaction-mode pooler, and no refused one stayed behind on a pooler's backend.
  *
  * @example
@@ -141,9 +144,8 @@ function overlaps(key: string, rows: readonly SectionRow[]): Violation[] {
 }
 
 function lostIncrements(key: string, rows: readonly SectionRow[], counter: number): Violation[] {
-  const writers = rows
-    .filter((row) => row.mode === 'exclusive')
-    .sort((a, b) => compare(a.entered, b.entered) || a.id - b.id);
+  const byEntry = (a: SectionRow, b: SectionRow) => compare(a.entered, b.entered) || a.id - b.id;
+  const writers = rows.filter((row) => row.mode === 'exclusive' && row.scope !== 'session').sort(byEntry);
   const found: Violation[] = [];
   writers.forEach((row, index) => {
     if (row.seen !== index) {
@@ -154,6 +156,18 @@ function lostIncrements(key: string, rows: readonly SectionRow[], counter: numbe
       });
     }
   });
+  // A session-lock section reads the counter and writes nothing: it must see every writer that
+  // entered before it (each committed before releasing its lock), and none after.
+  for (const row of rows.filter((r) => r.scope === 'session')) {
+    const before = writers.filter((writer) => byEntry(writer, row) < 0).length;
+    if (row.seen !== before) {
+      found.push({
+        kind: 'lost-increment',
+        key,
+        detail: `${describe(row)} read ${row.seen}, but ${before} exclusive section(s) committed before it`,
+      });
+    }
+  }
   if (counter !== writers.length) {
     found.push({
       kind: 'lost-increment',

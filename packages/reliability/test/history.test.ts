@@ -105,10 +105,23 @@ describe('checkHistory', () => {
 
   it('counts session-lock sections, and finds them overlapping transaction-scoped ones (the two lock spaces are one)', () => {
     const session = { ...row('a', 'exclusive', 0, 10, 0), scope: 'session' as const };
-    const sections = [session, row('a', 'exclusive', 5, 15, 1)];
-    const report = checkHistory({ sections, counters: [{ key: 'a', value: 2 }], heldLocks: 0 });
+    const sections = [session, row('a', 'exclusive', 5, 15, 0)];
+    const report = checkHistory({ sections, counters: [{ key: 'a', value: 1 }], heldLocks: 0 });
     expect(report.session).toBe(1);
     expect(report.violations.map((v) => v.kind)).toEqual(['exclusive-overlap']);
+  });
+
+  it('a session-lock section writes nothing and must read every earlier writer', () => {
+    const sections = [
+      row('a', 'exclusive', 0, 10, 0),
+      { ...row('a', 'exclusive', 11, 20, 1), scope: 'session' as const },
+      row('a', 'exclusive', 21, 30, 1),
+      { ...row('a', 'exclusive', 31, 40, 1), scope: 'session' as const },
+    ];
+    const report = checkHistory({ sections, counters: [{ key: 'a', value: 2 }], heldLocks: 0 });
+    expect(report.violations).toMatchObject([
+      { kind: 'lost-increment', detail: expect.stringMatching(/session.*read 1, but 2/) },
+    ]);
   });
 
   it('finds a session lock granted through a transaction-mode pooler, and one left behind there', () => {
