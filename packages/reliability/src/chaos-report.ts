@@ -55,6 +55,7 @@ export function formatChaos(result: ChaosResult): string {
   for (const violation of result.violations.slice(0, 20)) {
     lines.push(`  VIOLATION ${violation.kind} on ${violation.key}: ${violation.detail}`);
   }
+  for (const teardown of result.teardowns) lines.push(`open teardown finding (not a failure): ${teardown}`);
   for (const crash of result.crashes) {
     if (crash.knownBug) lines.push(`  excused crash of ${crash.adapter}: ${crash.knownBug}`);
     else {

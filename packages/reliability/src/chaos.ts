@@ -54,6 +54,11 @@ export interface ChaosResult extends HistoryReport, WorkerStats {
   readonly slowStarts: readonly string[];
   /** Worker exits the controller did not cause (an uncaught error), each with its verdict. */
   readonly crashes: readonly ChaosCrash[];
+  /**
+   * Workers that finished every section (and reported them) but whose pool did not close within 5 s
+   * afterwards: an open teardown finding, printed, not a lock failure (the history checks it all).
+   */
+  readonly teardowns: readonly string[];
   /** Per subject and lane (`kysely-pg`, `kysely-pg via pgbouncer`): sections completed. */
   readonly byAdapter: Readonly<Record<string, number>>;
   /** The pooler lane's worker count, or why it did not run. */
@@ -156,6 +161,7 @@ async function drive(
   let started = Number.POSITIVE_INFINITY;
   let deadline = Number.POSITIVE_INFINITY;
   const crashes: ChaosCrash[] = [];
+  const teardowns: string[] = [];
   const slot = (i: number, laneName: ChaosLane, laneUrl: string): Slot => ({
     subject: chosen[i % chosen.length] as SubjectDefinition,
     lane: laneName,
@@ -211,8 +217,11 @@ async function drive(
     exits.push(
       new Promise((resolve) =>
         child.once('exit', (code, signal) => {
-          if (!slot.killedByUs && code !== 0)
-            crashes.push(verdict(label(slot), `exit ${code ?? signal}: ${slot.stderr}`));
+          if (!slot.killedByUs && code !== 0) {
+            if (slot.done && /close\(\) stuck/.test(slot.stderr))
+              teardowns.push(`${label(slot)}: ${slot.stderr.trim()}`);
+            else crashes.push(verdict(label(slot), `exit ${code ?? signal}: ${slot.stderr}`));
+          }
           // A worker started in the last seconds would spend them importing its ORM: not worth it.
           if (!slot.done && Date.now() < deadline - 3_000) setTimeout(() => spawnWorker(slot), 50);
           resolve();
@@ -311,6 +320,7 @@ async function drive(
     hungAdapters,
     slowStarts,
     crashes,
+    teardowns,
     byAdapter,
     pooler: typeof lane === 'string' ? { skipped: lane } : { processes: pooled },
     seconds: options.seconds,
