@@ -145,6 +145,10 @@ export interface ServerOrder {
   readonly seen: number;
   /** Of those, the share granted while a waiter with an earlier `waitstart` still waited. */
   readonly outOfOrder: number;
+  /** The same, counting only waiters whose `waitstart` is more than {@link ORDER_TOLERANCE_US} earlier. */
+  readonly outOfOrderBeyondTolerance: number;
+  /** The largest such inversion: how much earlier the overtaken waiter's `waitstart` was (ms). */
+  readonly largestInversionMs: number;
 }
 
 /**
@@ -152,7 +156,10 @@ export interface ServerOrder {
  * worker's backend taken while that cycle waited (the observation's query overlaps the cycle's
  * arrival-to-grant span; observations that could belong to two cycles are dropped). Grants are in
  * holder order, which the cycles' acquisition stamps give exactly (one holder at a time). A cycle is
- * out of order when a cycle with an earlier `waitstart` was granted after it.
+ * out of order when a cycle with an earlier `waitstart` was granted after it. PostgreSQL stamps
+ * `waitstart` just after a backend has joined the lock's wait queue (when its deadlock timer starts),
+ * so two backends that join within one scheduling delay of each other can carry stamps in the
+ * opposite order of their places in the queue; the tolerant share leaves those out.
  *
  * @example
  * ```ts
@@ -195,12 +202,21 @@ export function serverOrder(
   const known = [...waitstart].sort(([a], [b]) => b.acquired - a.acquired);
   let earliestLater = Number.POSITIVE_INFINITY;
   let outOfOrder = 0;
+  let beyond = 0;
+  let largest = 0;
   for (const [, ws] of known) {
-    if (earliestLater < ws) outOfOrder++;
+    if (earliestLater < ws) {
+      outOfOrder++;
+      largest = Math.max(largest, ws - earliestLater);
+      if (ws - earliestLater > ORDER_TOLERANCE_US) beyond++;
+    }
     earliestLater = Math.min(earliestLater, ws);
   }
+  const share = (n: number) => (known.length === 0 ? Number.NaN : n / known.length);
   return {
     seen: cycles.length === 0 ? 0 : known.length / cycles.length,
-    outOfOrder: known.length === 0 ? Number.NaN : outOfOrder / known.length,
+    outOfOrder: share(outOfOrder),
+    outOfOrderBeyondTolerance: share(beyond),
+    largestInversionMs: largest / 1_000,
   };
 }

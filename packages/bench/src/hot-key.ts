@@ -157,6 +157,18 @@ class WaitMonitor {
   }
 }
 
+/** Σ share × seen cycles over the runs: a share of all seen cycles once divided by their count. */
+function weighSeen(
+  orders: readonly ServerOrder[],
+  runs: readonly RunResult[],
+  share: (o: ServerOrder) => number,
+): number {
+  return orders.reduce((sum, o, i) => {
+    const value = share(o);
+    return sum + (Number.isNaN(value) ? 0 : value * o.seen * runs[i]!.cycles.length);
+  }, 0);
+}
+
 interface RunResult {
   readonly cycles: Cycle[];
   readonly pids: Map<number, number>;
@@ -257,12 +269,10 @@ export async function runHotKey(options: HotKeyOptions): Promise<HotKeyResult> {
           ? undefined
           : {
               seen: seenCycles / Math.max(1, acquisitions),
-              outOfOrder:
-                orders.reduce(
-                  (sum, o, i) =>
-                    sum + (Number.isNaN(o.outOfOrder) ? 0 : o.outOfOrder * o.seen * runs[i]!.cycles.length),
-                  0,
-                ) / Math.max(1, seenCycles),
+              outOfOrder: weighSeen(orders, runs, (o) => o.outOfOrder) / Math.max(1, seenCycles),
+              outOfOrderBeyondTolerance:
+                weighSeen(orders, runs, (o) => o.outOfOrderBeyondTolerance) / Math.max(1, seenCycles),
+              largestInversionMs: Math.max(...orders.map((o) => o.largestInversionMs)),
             },
     };
   };

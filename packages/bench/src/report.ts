@@ -147,6 +147,8 @@ function hotKeyTable(rows: readonly HotKeyRow[]): string {
       'hand-offs',
       'largest wait (ms)',
       'out of order, server (waitstart)',
+      `server, > ${ORDER_TOLERANCE_US / 1_000} ms`,
+      'largest inversion (ms)',
       'waits seen',
       `out of order, client (> ${ORDER_TOLERANCE_US / 1_000} ms)`,
       'errors',
@@ -161,6 +163,8 @@ function hotKeyTable(rows: readonly HotKeyRow[]): string {
       String(r.handOffs),
       n0(r.maxWaitMs),
       r.server === undefined ? '—' : pct(r.server.outOfOrder),
+      r.server === undefined ? '—' : pct(r.server.outOfOrderBeyondTolerance),
+      r.server === undefined ? '—' : n3(r.server.largestInversionMs),
       r.server === undefined ? '—' : pct(r.server.seen),
       pct(r.outOfOrderBeyondTolerance),
       String(r.errors),
@@ -253,7 +257,7 @@ export function markdown(results: BenchResults): string {
     '![overhead](overhead.svg)',
     '## 2–3. One hot key: hand-off, throughput, fairness',
     `Every worker is a separate process with one connection, looping lock → increment the hot row → release. pglock and its hand-written SQL alternate round by round (the first to run switches each round); each alternative runs once per worker count. Hand-off is the time from a release that found others waiting (stamped just before COMMIT or unlock is sent) to the first of those waiters running with the lock; the releaser taking the lock back meanwhile does not end it. Every design stamps its arrival just before its lock call starts (before BEGIN). Stamps come from the system-wide monotonic clock all processes share. ` +
-      `"Out of order, server" reads the order from PostgreSQL itself: a monitor connection looks at \`pg_locks.waitstart\` for the key about every millisecond, each wait it sees gets the server's arrival time, and a grant is out of order when a waiter that started waiting earlier was granted later ("waits seen": the share of acquisitions whose wait the monitor saw; the shortest waits end between two looks). The client-stamp column is kept for the designs that do not wait in \`pg_locks\`. ` +
+      `"Out of order, server" reads the order from PostgreSQL itself: a monitor connection looks at \`pg_locks.waitstart\` for the key about every millisecond, each wait it sees gets the server's arrival time, and a grant is out of order when a waiter that started waiting earlier was granted later ("waits seen": the share of acquisitions whose wait the monitor saw; the shortest waits end between two looks). PostgreSQL stamps \`waitstart\` just after a backend has joined the lock's wait queue, so two backends joining within one scheduling delay can carry stamps in the opposite order of their places in the queue: the "> ${ORDER_TOLERANCE_US / 1_000} ms" column leaves those out, and the largest inversion shows how far apart they were. The client-stamp column is kept for the designs that do not wait in \`pg_locks\`. ` +
       'Polling designs (redlock retries, the try-lock loop) often let the process that just released take the lock again while the others sleep between tries: their waiters are served late.',
     table(
       [

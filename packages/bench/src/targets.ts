@@ -1,3 +1,4 @@
+import { ORDER_TOLERANCE_US } from './hand-off.ts';
 import type { BenchResults } from './report.ts';
 
 /** One target of the performance issue, and what this run found. */
@@ -68,7 +69,9 @@ export function checkTargets(results: BenchResults): TargetResult[] {
   const comparisons = hotKey.comparisons.filter((c) => c.loops === 1);
   const slowHot = comparisons.filter((c) => !(c.handOff.median >= 0.9 && c.throughput.median >= 0.9));
   const pglockHot = hotKey.rows.filter((r) => r.design === PGLOCK && r.loops === 1);
-  const unfair = pglockHot.filter((r) => r.server === undefined || !(r.server.outOfOrder === 0));
+  const unfair = pglockHot.filter(
+    (r) => r.server === undefined || !(r.server.outOfOrderBeyondTolerance === 0),
+  );
   const pglockStarve = starvation.find((s) => s.design.startsWith('pglock'));
   const handStarve = starvation.find((s) => !s.design.startsWith('pglock'));
   const burstRatio = pglockStarve && handStarve ? pglockStarve.burstMs / handStarve.burstMs : Number.NaN;
@@ -138,7 +141,7 @@ export function checkTargets(results: BenchResults): TargetResult[] {
         .map((r) =>
           r.server === undefined
             ? `${r.workers} workers: not measured`
-            : `${r.workers} workers: ${(r.server.outOfOrder * 100).toFixed(2)}% out of order (${(r.server.seen * 100).toFixed(0)}% of waits seen)`,
+            : `${r.workers} workers: ${(r.server.outOfOrderBeyondTolerance * 100).toFixed(2)}% overtook a waiter whose waitstart was > ${ORDER_TOLERANCE_US / 1_000} ms earlier (${(r.server.outOfOrder * 100).toFixed(2)}% counting any earlier waitstart, largest ${r.server.largestInversionMs.toFixed(3)} ms; ${(r.server.seen * 100).toFixed(0)}% of waits seen)`,
         )
         .join('; '),
     },
