@@ -1,6 +1,6 @@
 import { stamps } from './clock.ts';
 import { alternatives } from './designs.ts';
-import { median } from './stats.ts';
+import { median, type Spread, spread } from './stats.ts';
 import { openSubjects, type SkippedSubject, type Subject, type VariantKind } from './subjects.ts';
 
 /** One row of scenario 1: a variant at a number of concurrent loops. */
@@ -11,13 +11,15 @@ export interface OverheadRow {
   /** Median operations per second over the rounds. */
   readonly opsPerSec: number;
   /**
-   * Against the same ORM's hand-written lock at the same loops (median ÷ median). For the batch kinds:
-   * against the hand-written lock batch. Undefined for alternatives.
+   * Against the same ORM's hand-written lock at the same loops: the median of the per-round ratios.
+   * For the batch kinds: against the hand-written lock batch. Undefined for alternatives.
    */
   readonly vsSameOrm: number | undefined;
-  /** Against the same ORM's hand-written `SET LOCAL lock_timeout` + lock (the bounded wait by hand). */
+  /** The least, median and greatest of those per-round ratios. */
+  readonly vsSameOrmSpread: Spread | undefined;
+  /** Against the same ORM's hand-written `SET LOCAL lock_timeout` + lock (median of per-round ratios). */
   readonly vsSetLocal: number | undefined;
-  /** Against hand-written SQL on pg at the same loops. */
+  /** Against hand-written SQL on pg at the same loops (median ÷ median). */
   readonly vsPg: number;
   /** Statements this variant adds to the ORM's unlocked transaction (counted), when countable. */
   readonly extraRoundTrips: number | undefined;
@@ -86,7 +88,8 @@ async function countRoundTrips(subject: Subject): Promise<Map<VariantKind, numbe
 /**
  * Scenario 1: uncontended transactions on distinct keys, every adapter and alternative, at each
  * number of concurrent loops, measured in interleaved rounds (the order rotates each round, so drift
- * in the machine's load hits every variant alike) and reported as the median. Round trips are
+ * in the machine's load hits every variant alike) and reported as medians; ratios are the median of
+ * per-round ratios. Round trips are
  * counted on the adapters' own connections, one call at a time.
  *
  * @example
@@ -126,12 +129,26 @@ export async function runOverhead(options: OverheadOptions): Promise<OverheadRes
       const measured = loops === connections ? runnables : runnables.filter((r) => r.kind !== 'alternative');
       const samples = new Map<Runnable, number[]>(measured.map((r) => [r, []]));
       for (const r of measured) await throughput(r.run, loops, Math.min(200, roundMs / 2)); // warm-up
+      // One adapter's variants run one after another, so a ratio compares figures taken seconds
+      // apart; the order of the adapters and, within each, of its variants rotates every round.
+      const groups = [...new Set(measured.map((r) => r.adapter))].map((adapter) =>
+        measured.filter((r) => r.adapter === adapter),
+      );
+      const rotate = <T>(list: readonly T[], by: number) => list.map((_, i) => list[(i + by) % list.length]!);
       for (let round = 0; round < rounds; round++) {
-        const order = measured.map((_, i) => measured[(i + round) % measured.length]!);
-        for (const r of order) samples.get(r)!.push(await throughput(r.run, loops, roundMs));
+        for (const group of rotate(groups, round)) {
+          for (const r of rotate(group, round)) samples.get(r)!.push(await throughput(r.run, loops, roundMs));
+        }
         log(`  ${loops} loop(s): round ${round + 1}/${rounds} done`);
       }
       const ops = (r: Runnable | undefined) => (r === undefined ? Number.NaN : median(samples.get(r)!));
+      // The median of the per-round ratios: each round's figure against the same round's baseline.
+      const versus = (r: Runnable, base: Runnable | undefined): Spread | undefined => {
+        if (base === undefined) return undefined;
+        const mine = samples.get(r)!;
+        const theirs = samples.get(base)!;
+        return spread(mine.map((v, i) => v / theirs[i]!));
+      };
       const find = (adapter: string, kind: VariantKind) =>
         measured.find((r) => r.adapter === adapter && r.kind === kind);
       const pgBaseline = ops(find('pg', 'hand-written lock'));
@@ -139,13 +156,16 @@ export async function runOverhead(options: OverheadOptions): Promise<OverheadRes
         const own = r.kind === 'alternative' ? undefined : r.kind;
         const same = own === undefined ? undefined : find(r.adapter, BASELINE[own] ?? 'hand-written lock');
         const setLocal = own === undefined ? undefined : find(r.adapter, 'hand-written SET LOCAL + lock');
+        const sameSpread = versus(r, same);
+        const setLocalSpread = own?.includes('batch') ? undefined : versus(r, setLocal);
         rows.push({
           adapter: r.adapter,
           kind: r.kind,
           loops,
           opsPerSec: ops(r),
-          vsSameOrm: same ? ops(r) / ops(same) : undefined,
-          vsSetLocal: setLocal && !own?.includes('batch') ? ops(r) / ops(setLocal) : undefined,
+          vsSameOrm: sameSpread?.median,
+          vsSameOrmSpread: sameSpread,
+          vsSetLocal: setLocalSpread?.median,
           vsPg: ops(r) / pgBaseline,
           extraRoundTrips: extra.get(`${r.adapter}|${r.kind}`),
         });

@@ -118,6 +118,7 @@ function overheadTable(rows: readonly OverheadRow[]): string {
       'loops',
       'ops/s',
       'vs hand-written, same ORM',
+      'per-round range',
       'vs SET LOCAL + lock',
       'vs hand-written SQL on pg',
       'round trips added',
@@ -128,6 +129,9 @@ function overheadTable(rows: readonly OverheadRow[]): string {
       String(r.loops),
       n0(r.opsPerSec),
       ratio(r.vsSameOrm),
+      r.vsSameOrmSpread === undefined
+        ? '—'
+        : `${ratio(r.vsSameOrmSpread.min)}–${ratio(r.vsSameOrmSpread.max)}`,
       ratio(r.vsSetLocal),
       ratio(r.vsPg),
       trips(r.extraRoundTrips),
@@ -239,7 +243,7 @@ export function markdown(results: BenchResults): string {
     'Each operation is a transaction that increments one counter row; every loop has its own row and every operation its own lock key. ' +
       '"hand-written lock" is `SELECT pg_advisory_xact_lock($1)` as the first statement of the same ORM transaction; "SET LOCAL + lock" sets `lock_timeout` with a statement of its own first (a bounded wait by hand, one more round trip); "no lock" is the same transaction without a lock. ' +
       "Prisma's batch rows are `$transaction([lock, update])` with pglock's `$lock` or a hand-written `$queryRaw` lock; their ratio is to the hand-written batch. " +
-      "Round trips are statements counted on the adapter's own connections, minus the unlocked transaction's.",
+      "Ratios are the median of per-round ratios (one adapter's variants run back to back in each round; the order rotates), with their range. Round trips are statements counted on the adapter's own connections, minus the unlocked transaction's.",
     ...loopCounts.map(
       (loops) =>
         `### ${loops} concurrent loop${loops > 1 ? 's' : ''}\n\n${overheadTable(overhead.rows.filter((r) => r.loops === loops))}`,
