@@ -53,16 +53,22 @@ export function acquire(a: Acquisition): Promise<boolean> {
   // Nobody listens: no trace to report, so no async layer around the statements.
   if (a.trace !== silentTrace) return traced(a);
   if (a.request.timeoutMs === 0) return attempt(a);
-  return a.request.keys.length === 1 && a.deadline === undefined && a.cancel === undefined
-    ? waitOne(a)
-    : wait(a);
+  return a.request.keys.length === 1 && a.cancel === undefined ? waitOne(a) : wait(a);
 }
 
 const granted = (): true => true;
 
-/** The common wait, one key without a bound or a signal: its one statement, then `true` or {@link waitFailed}. */
+/** The common wait, one key without a signal: its one statement, then `true` or {@link waitFailed}. */
 function waitOne(a: Acquisition): Promise<boolean> {
-  const stmt = waitStatement(a.request.keys, a.scope, a.request.shared);
+  const { request, deadline } = a;
+  let stmt: Statement;
+  if (deadline === undefined) stmt = waitStatement(request.keys, a.scope, request.shared);
+  else {
+    const left = budgetLeft(deadline);
+    // Spent in the in-process queue: the general path cleans up and says so.
+    if (left === 0) return wait(a);
+    stmt = timedLockStatement(request.keys, a.scope, request.shared, left);
+  }
   let pending: Promise<unknown>;
   try {
     pending = a.connection.query(stmt);

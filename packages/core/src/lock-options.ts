@@ -49,7 +49,7 @@ export interface LockRequest {
   readonly signal: AbortSignal | undefined;
 }
 
-// The common call (one name, no options) makes the same request every time: keep it with its key.
+// The common call (one name, the same options each time) makes the same request: keep it with its key.
 const plainRequests = new WeakMap<LockKey, LockRequest>();
 
 /**
@@ -92,19 +92,13 @@ export function lockRequest(
 
   if (!Array.isArray(target)) {
     const key = lockKey(target as LockKeyInput, { namespace });
-    // Only keys from names are kept and met again; a numeric key is a new object every call.
-    if (
-      timeoutMs === undefined &&
-      !shared &&
-      signal === undefined &&
-      key.form === 'bigint' &&
-      key.name !== undefined
-    ) {
-      let request = plainRequests.get(key);
-      if (request === undefined) {
-        request = Object.freeze({ keys: Object.freeze([key]), shared, timeoutMs, signal });
-        plainRequests.set(key, request);
-      }
+    // Only keys from names are kept and met again (a numeric key is a new object every call), with
+    // the last request made for each: a code path's calls repeat their options.
+    if (signal === undefined && key.form === 'bigint' && key.name !== undefined) {
+      const kept = plainRequests.get(key);
+      if (kept !== undefined && kept.timeoutMs === timeoutMs && kept.shared === shared) return kept;
+      const request = Object.freeze({ keys: kept?.keys ?? Object.freeze([key]), shared, timeoutMs, signal });
+      plainRequests.set(key, request);
       return request;
     }
     return Object.freeze({ keys: Object.freeze([key]), shared, timeoutMs, signal });
