@@ -63,7 +63,7 @@ export class Instance {
       exitCode: null,
       output: '',
     };
-    this.#child = spawn(process.execPath, ['--conditions=@pglock/source', '--import', 'tsx', instancePath], {
+    this.#child = spawn(process.execPath, ['--import', 'tsx', instancePath], {
       env: { ...process.env, PGLOCK_DEMO_INSTANCE: JSON.stringify(config) },
       stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
     });

@@ -26,7 +26,7 @@ async function demo(name: string, args: readonly string[]) {
   const out = join(dir, `${name}.html`);
   const child = spawn(
     process.execPath,
-    ['--conditions=@pglock/source', '--import', 'tsx', main, '--', ...args, '--report', report, '--out', out],
+    ['--import', 'tsx', main, '--', ...args, '--report', report, '--out', out],
     { env: { ...process.env, DATABASE_URL: database.url }, stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let output = '';

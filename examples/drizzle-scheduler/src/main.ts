@@ -83,9 +83,8 @@ function runWorker(
   tickMs: number,
 ) {
   return new Promise<SchedulerSummary['workers'][number]>((resolve, reject) => {
-    // tsx runs the TypeScript; in this repository `@pglock/source` runs the pglock packages from their
-    // sources, and outside it selects nothing (the installed builds run).
-    const child = spawn(process.execPath, ['--conditions=@pglock/source', '--import', 'tsx', workerPath], {
+    // tsx runs the TypeScript; NODE_OPTIONS (and with it any --conditions) passes on to the worker.
+    const child = spawn(process.execPath, ['--import', 'tsx', workerPath], {
       env: {
         ...process.env,
         DATABASE_URL: url,

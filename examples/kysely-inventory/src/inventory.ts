@@ -35,15 +35,10 @@ export async function runInventory(url: string, sellers = 4, stock = 15): Promis
     let killed = '';
     const exits = Array.from({ length: sellers }, (_, i) => {
       const name = `seller-${i + 1}`;
-      // tsx runs the TypeScript; in this repository `@pglock/source` runs @pglock/kysely from its
-      // sources, and outside it selects nothing (the installed build runs).
-      const child = spawn(
-        process.execPath,
-        ['--conditions=@pglock/source', '--import', 'tsx', sellerPath, url, name],
-        {
-          stdio: ['ignore', 'pipe', 'inherit'],
-        },
-      );
+      // tsx runs the TypeScript; NODE_OPTIONS (and with it any --conditions) passes on to the seller.
+      const child = spawn(process.execPath, ['--import', 'tsx', sellerPath, url, name], {
+        stdio: ['ignore', 'pipe', 'inherit'],
+      });
       let sales = 0;
       createInterface({ input: child.stdout }).on('line', (line) => {
         const event = JSON.parse(line) as { event: string };

@@ -3,7 +3,7 @@ import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-ho
 import { MeterProvider, type MetricReader } from '@opentelemetry/sdk-metrics';
 import { BasicTracerProvider, SimpleSpanProcessor, type SpanExporter } from '@opentelemetry/sdk-trace-base';
 import { instrumentPglock } from '@pglock/otel';
-import { acquireSessionLock, tryWithLock, withLock } from '@pglock/pg';
+import { advisoryLocks } from '@pglock/pg';
 import pg from 'pg';
 
 /** What the demo did, for the test. */
@@ -30,6 +30,7 @@ export async function runTracingDemo(
   const stop = instrumentPglock({ tracerProvider, meterProvider });
   const pool = new pg.Pool({ connectionString: url, max: 6 });
   const otherInstance = new pg.Pool({ connectionString: url, max: 1 });
+  const locks = advisoryLocks(pool);
   const tracer = tracerProvider.getTracer('example-otel-tracing');
   try {
     let rebuilds = 0;
@@ -37,7 +38,7 @@ export async function runTracingDemo(
     await Promise.all(
       [1, 2, 3].map((worker) =>
         tracer.startActiveSpan(`rebuild-leaderboard worker-${worker}`, async (span) => {
-          await withLock(pool, 'leaderboard', async () => {
+          await locks.withLock('leaderboard', async () => {
             rebuilds += 1;
             await new Promise((resolve) => setTimeout(resolve, 100));
           });
@@ -49,12 +50,12 @@ export async function runTracingDemo(
     // Another instance of the app (its own pool) tries the report while this one runs it. On the same
     // pool, inside the callback, the call would nest in the running transaction and get the lock.
     let skippedReports = 0;
-    await withLock(pool, 'nightly-report', async () => {
-      const second = await tryWithLock(otherInstance, 'nightly-report', async () => 'ran');
+    await locks.withLock('nightly-report', async () => {
+      const second = await advisoryLocks(otherInstance).tryWithLock('nightly-report', async () => 'ran');
       if (!second.acquired) skippedReports += 1;
     });
 
-    const leader = await acquireSessionLock(pool, 'scheduler-leader');
+    const leader = await locks.acquireSessionLock('scheduler-leader');
     await new Promise((resolve) => setTimeout(resolve, 50));
     await leader.release();
     return { rebuilds, skippedReports };

@@ -65,7 +65,7 @@ it('the demo produces a lock span per acquisition, nested in its caller, and wai
 
 it('`pnpm start` runs and prints spans and metrics with the console exporters', async () => {
   const main = fileURLToPath(new URL('../src/main.ts', import.meta.url));
-  const child = spawn(process.execPath, ['--conditions=@pglock/source', '--import', 'tsx', main], {
+  const child = spawn(process.execPath, ['--import', 'tsx', main], {
     env: { ...process.env, DATABASE_URL: database.url },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -75,19 +75,10 @@ function runInstance(
   players: number,
   log: (line: string) => void,
 ): Promise<DemoSummary['instances'][number]> {
-  // The `source` condition resolves workspace packages to their src/, run by tsx.
+  // tsx runs the TypeScript; NODE_OPTIONS (and with it any --conditions) passes on to the instance.
   const child = spawn(
     process.execPath,
-    [
-      '--conditions=@pglock/source',
-      '--import',
-      'tsx',
-      instanceFile,
-      url,
-      name,
-      String(updates),
-      String(players),
-    ],
+    ['--import', 'tsx', instanceFile, url, name, String(updates), String(players)],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let stderr = '';
