@@ -1,0 +1,81 @@
+# Every example as a user gets it: copied out of the repository, its "workspace:*" dependencies turned
+# into the packed pglock packages (everything else from the registry, at the versions its package.json
+# pins), installed with npm, then `npm run typecheck`, `npm start` and `npm test` as they are, against
+# DATABASE_URL.
+# Everything, npm's cache included, lives in one temporary folder, removed at the end. Reports
+# (vitest-style JSON, one per example and step) go to $RESULTS_DIR.
+set -euo pipefail
+: "${DATABASE_URL:?set DATABASE_URL}"
+: "${RESULTS_DIR:?set RESULTS_DIR}"
+root="$(pwd)"
+work="$(mktemp -d)"
+finish() {
+  local code=$?
+  if [ "$code" -ne 0 ] && ! ls "$RESULTS_DIR"/examples-*.json >/dev/null 2>&1; then
+    echo '{"numPassedTests":0,"numFailedTests":1,"numPendingTests":0}' >"$RESULTS_DIR/examples-setup.json"
+  fi
+  rm -rf "$work"
+}
+trap finish EXIT
+export npm_config_cache="$work/npm-cache" npm_config_update_notifier=false npm_config_fund=false npm_config_audit=false
+
+published=(core pg prisma drizzle kysely otel)
+echo "build"
+pnpm --filter "./packages/{$(IFS=,; echo "${published[*]}")}" build >"$work/build.log" 2>&1 || { cat "$work/build.log"; exit 1; }
+echo "pack"
+mkdir -p "$work/tarballs"
+for name in "${published[@]}"; do
+  (cd "packages/$name" && pnpm pack --pack-destination "$work/tarballs" >/dev/null)
+done
+
+report() {
+  local name="$1" ok="$2"
+  if [ "$ok" = 1 ]; then
+    echo '{"numPassedTests":1,"numFailedTests":0,"numPendingTests":0}' >"$RESULTS_DIR/examples-$name.json"
+  else
+    echo '{"numPassedTests":0,"numFailedTests":1,"numPendingTests":0}' >"$RESULTS_DIR/examples-$name.json"
+  fi
+}
+
+status=0
+for dir in examples/*/; do
+  example="$(basename "$dir")"
+  app="$work/$example"
+  echo "example: $example"
+  # What a user copies: the folder without what a run leaves behind.
+  mkdir -p "$app"
+  (cd "$dir" && tar --exclude=node_modules --exclude=generated --exclude=out -cf - .) | (cd "$app" && tar -xf -)
+  TARBALLS="$work/tarballs" node -e '
+    const { readdirSync, readFileSync, writeFileSync } = require("node:fs");
+    const file = process.argv[1];
+    const pkg = JSON.parse(readFileSync(file, "utf8"));
+    const tarball = (name) => {
+      const found = readdirSync(process.env.TARBALLS).find((f) => f.startsWith(`pglock-${name.slice(8)}-`));
+      if (!found) throw new Error(`no tarball for ${name}`);
+      return `file:${process.env.TARBALLS}/${found}`;
+    };
+    const mine = {};
+    for (const deps of [pkg.dependencies ?? {}, pkg.devDependencies ?? {}]) {
+      for (const [name, range] of Object.entries(deps)) {
+        if (range.startsWith("workspace:")) deps[name] = mine[name] = tarball(name);
+      }
+    }
+    // Every @pglock/* (an adapter peer-depends on core) from its tarball, never from the registry.
+    for (const name of ["@pglock/core"]) mine[name] ??= tarball(name);
+    pkg.overrides = Object.fromEntries(Object.keys(mine).map((name) => [name, mine[name]]));
+    writeFileSync(file, JSON.stringify(pkg, null, 2));
+  ' "$app/package.json"
+  # No install scripts: Prisma's would fetch engines, and with DATABASE_URL no embedded server starts.
+  if ! (cd "$app" && npm install --ignore-scripts --no-package-lock --loglevel=error >"$work/$example-install.log" 2>&1); then
+    cat "$work/$example-install.log"
+    report "$example-install" 0
+    status=1
+    continue
+  fi
+  args=()
+  [ "$example" = demo ] && args=(-- --seconds 6)
+  if (cd "$app" && npm run typecheck); then report "$example-typecheck" 1; else report "$example-typecheck" 0; status=1; fi
+  if (cd "$app" && npm start "${args[@]}"); then report "$example-start" 1; else report "$example-start" 0; status=1; fi
+  if (cd "$app" && npm test); then report "$example-test" 1; else report "$example-test" 0; status=1; fi
+done
+exit $status
