@@ -6,17 +6,30 @@ const dir = process.argv[2];
 let passed = 0;
 let failed = 0;
 let skipped = 0;
+const failures = [];
 const files = readdirSync(dir).filter((f) => f.endsWith('.json'));
 for (const file of files) {
   const report = JSON.parse(readFileSync(join(dir, file), 'utf8'));
   passed += report.numPassedTests;
-  failed += report.numFailedTests + (report.numFailedTestSuites ?? 0);
+  // A file that failed without a failed test (an import error, a hook) counts once; a file whose tests
+  // failed is already counted by them.
+  const failedTests = (result) => (result.assertionResults ?? []).filter((t) => t.status === 'failed');
+  const broken = (report.testResults ?? []).filter(
+    (r) => r.status === 'failed' && failedTests(r).length === 0,
+  );
+  failed += report.numFailedTests + broken.length;
+  // The names of what failed, so the tail of a CI log says which test to look at.
+  for (const result of report.testResults ?? []) {
+    for (const t of failedTests(result)) failures.push(`${file}: ${t.fullName}`);
+  }
+  for (const r of broken) failures.push(`${file}: ${r.name}: ${String(r.message ?? '').slice(0, 300)}`);
   skipped += report.numPendingTests + (report.numTodoTests ?? 0);
   console.log(
     `[${file}] passed ${report.numPassedTests}, failed ${report.numFailedTests}, skipped ${report.numPendingTests}`,
   );
 }
 if (files.length === 0) failed += 1;
+for (const line of failures) console.log(`FAILED ${line}`);
 console.log(`skipped (each with a printed reason): ${skipped}`);
 console.log(`${passed} passed, ${failed} failed`);
 process.exit(failed > 0 ? 1 : 0);
