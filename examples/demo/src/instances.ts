@@ -1,9 +1,14 @@
 // The controller's side of the instance processes: spawning, their state for the live view, the lock
-// holds for the timeline, and the SIGKILL halfway.
+// holds for the timeline, leadership, and the SIGKILL halfway.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { AdapterName } from './options.ts';
-import { type InstanceConfig, type InstanceMessage, REBUILD_LOCK } from './protocol.ts';
+import {
+  type ControllerMessage,
+  type InstanceConfig,
+  type InstanceMessage,
+  REBUILD_LOCK,
+} from './protocol.ts';
 
 const instancePath = fileURLToPath(new URL('./instance.ts', import.meta.url));
 
@@ -22,6 +27,12 @@ export interface InstanceState {
   updates: number;
   /** Time spent waiting for per-user locks, ms. */
   waitMs: number;
+  /** Calls of the digest job (runOnce) by outcome. */
+  digests: { ran: number; done: number; busy: number };
+  /** The term this instance leads, while it does. */
+  term: number | undefined;
+  /** What the leader campaign reported to onError. */
+  leaderErrors: string[];
   exitCode: number | null;
   /** The last lines of the process's output, shown when it fails. */
   output: string;
@@ -45,6 +56,8 @@ export class Instance {
   readonly exited: Promise<number | null>;
   /** Called with the rebuild id when the instance reports it holds the rebuild lock. */
   onRebuildHeld: (rebuildId: number, at: number) => void = () => {};
+  /** Called when the instance's onElected runs, and when that term ended. */
+  onLeadership: (term: number, at: number, elected: boolean) => void = () => {};
   readonly #child: ChildProcess;
   readonly #open = new Map<number, { name: string; from: number }>();
 
@@ -60,6 +73,9 @@ export class Instance {
       skips: 0,
       updates: 0,
       waitMs: 0,
+      digests: { ran: 0, done: 0, busy: 0 },
+      term: undefined,
+      leaderErrors: [],
       exitCode: null,
       output: '',
     };
@@ -93,12 +109,17 @@ export class Instance {
 
   start(endAt: number): void {
     this.state.status = 'running';
-    this.#child.send({ type: 'start', endAt });
+    this.send({ type: 'start', endAt });
+  }
+
+  send(message: ControllerMessage): void {
+    if (this.#child.connected) this.#child.send(message);
   }
 
   /** SIGKILL: no cleanup runs in the process; PostgreSQL ends its sessions and their locks. */
   kill(at: number): void {
     this.state.status = 'killed';
+    this.state.term = undefined;
     this.#child.kill('SIGKILL');
     for (const [id, open] of this.#open) this.#close(id, open, at, true);
   }
@@ -123,6 +144,20 @@ export class Instance {
         return;
       case 'rebuild-held':
         this.onRebuildHeld(message.rebuildId, message.at);
+        return;
+      case 'digest':
+        s.digests[message.outcome]++;
+        return;
+      case 'elected':
+        s.term = message.term;
+        this.onLeadership(message.term, message.at, true);
+        return;
+      case 'term-ended':
+        if (s.term === message.term) s.term = undefined;
+        this.onLeadership(message.term, message.at, false);
+        return;
+      case 'leader-error':
+        s.leaderErrors.push(message.message);
         return;
       case 'lock':
         break;

@@ -115,6 +115,8 @@ export class LiveView {
     const counters = [s.rebuilds, s.skips, s.updates, (s.waitMs / 1000).toFixed(1)]
       .map((n) => String(n).padStart(8))
       .join('');
-    return `${s.label.padEnd(12)}${rebuild}${user}${counters}`;
+    // The leader (its onElected runs) is starred.
+    const label = s.term !== undefined && s.status === 'running' ? `${s.label}*` : s.label;
+    return `${label.padEnd(12)}${rebuild}${user}${counters}`;
   }
 }

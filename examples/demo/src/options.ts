@@ -10,7 +10,7 @@ export interface DemoOptions {
   readonly seconds: number;
   readonly adapters: readonly AdapterName[];
   readonly users: number;
-  /** SIGKILL one instance halfway, while it holds the rebuild lock. */
+  /** SIGKILL the leader halfway, while it holds the rebuild lock. */
   readonly kill: boolean;
   /** Debug: make every lock name unique per call, so the locks exclude nothing (the checks must fail). */
   readonly lock: boolean;
@@ -22,10 +22,13 @@ export const HELP = `pnpm demo [-- options]
 
 Starts API instances as separate Node processes (one per adapter: pg, Prisma,
 Drizzle, Kysely) on one shared schema. Each rebuilds a leaderboard with
-tryWithLock (skipping while another instance rebuilds) and applies per-user
-score updates with withLock. One instance is killed with SIGKILL halfway while
-it holds the rebuild lock. The database is then checked: no overlapping
-rebuilds, no lost updates, no lock left held. Exit code 1 when a check fails.
+tryWithLock (skipping while another instance rebuilds), applies per-user score
+updates with withLock, fires a digest job with runOnce (once per 1 s period
+across the fleet) and campaigns with leader for the scheduler. Halfway the
+leader is killed with SIGKILL while it holds the rebuild lock. The database is
+then checked: no overlapping rebuilds, no lost updates, one digest per period,
+one leader at a time with rising terms, a failover under 1 s, no lock left
+held. Exit code 1 when a check fails.
 
 Uses DATABASE_URL when set, else an embedded PostgreSQL removed afterwards.
 
@@ -34,7 +37,7 @@ Options:
   --seconds <s>      how long the instances work (default 15)
   --adapters <list>  comma-separated subset of pg,prisma,drizzle,kysely
   --users <n>        users whose scores are updated (default 6)
-  --no-kill          do not kill an instance
+  --no-kill          do not kill the leader
   --no-lock          debug: lock names unique per call, so nothing is excluded;
                      the verification must then report failures
   --out <file>       timeline page (default examples/demo/out/timeline.html)

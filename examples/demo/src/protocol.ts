@@ -19,10 +19,22 @@ export interface InstanceConfig {
   readonly rebuildEveryMs: number;
   /** The sleep between reading a score and writing it back: the window a lost update needs. */
   readonly thinkMs: number;
+  /** Mean pause between two calls of the digest job (runOnce) by one instance. */
+  readonly digestEveryMs: number;
+  /** The digest job's period (`per` of runOnce). */
+  readonly digestPerMs: number;
+  /** How often the elected leader's scheduler ticks (one fenced write each). */
+  readonly tickMs: number;
 }
 
 /** The name of the rebuild lock; per-user locks are `user:<id>`. */
 export const REBUILD_LOCK = 'leaderboard:rebuild';
+
+/** The once-per-period job every instance fires (`runOnce`). */
+export const DIGEST_JOB = 'digest';
+
+/** The leadership every instance campaigns for (`leader`); the leader runs the scheduler. */
+export const SCHEDULER = 'scheduler';
 
 /** Lock events as `node:diagnostics_channel` reports them inside the instance. */
 export type LockEventKind = 'requested' | 'acquired' | 'not-acquired' | 'released';
@@ -44,6 +56,15 @@ export type InstanceMessage =
   | { readonly type: 'rebuilt' }
   | { readonly type: 'skipped' }
   | { readonly type: 'updated' }
+  /** One call of the digest job: whether this call ran it, or why not. */
+  | { readonly type: 'digest'; readonly outcome: 'ran' | 'done' | 'busy' }
+  /** onElected ran (wall clock); `ended` once its signal aborted and the scheduler stopped. */
+  | { readonly type: 'elected'; readonly term: number; readonly at: number }
+  | { readonly type: 'term-ended'; readonly term: number; readonly at: number }
+  | { readonly type: 'leader-error'; readonly message: string }
   | { readonly type: 'bye' };
 
-export type ControllerMessage = { readonly type: 'start'; readonly endAt: number };
+export type ControllerMessage =
+  | { readonly type: 'start'; readonly endAt: number }
+  /** To the leader, at the kill time: rebuild now, waiting for the lock, so that it dies leading and rebuilding. */
+  | { readonly type: 'rebuild-now' };

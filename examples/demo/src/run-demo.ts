@@ -1,12 +1,12 @@
-// The controller: creates the run's schema, starts the instances, kills one halfway while it holds
-// the rebuild lock, waits for the rest, then verifies against the database and draws the timeline.
+// The controller: creates the run's schema, starts the instances, kills the leader halfway while it
+// holds the rebuild lock, waits for the rest, then verifies against the database and draws the timeline.
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { generateClient } from './generate-client.ts';
 import { Instance, type InstanceState } from './instances.ts';
 import { LiveView } from './live-view.ts';
 import type { DemoOptions } from './options.ts';
-import { REBUILD_LOCK } from './protocol.ts';
+import { DIGEST_JOB, REBUILD_LOCK, SCHEDULER } from './protocol.ts';
 import { createSchema } from './setup.ts';
 import { writeTimeline } from './timeline.ts';
 import { type KillRecord, type Verification, verify } from './verify.ts';
@@ -34,6 +34,11 @@ const READY_TIMEOUT_MS = 120_000;
 const KILL_DELAY_MS = 150;
 /** How long instances may take past the end to finish their last transaction. */
 const GRACE_MS = 30_000;
+/** The digest job's period, and how often each instance fires it (far more often, on purpose). */
+const DIGEST_PER_MS = 1_000;
+const DIGEST_EVERY_MS = 150;
+/** From the kill time on, the leader is asked to rebuild now (again after this long, should it not get to). */
+const NUDGE_EVERY_MS = 2_500;
 
 /** Runs the whole demo once and returns the verification; never throws for a failed check. */
 export async function runDemo(options: DemoOptions, context: RunContext): Promise<DemoResult> {
@@ -67,13 +72,18 @@ export async function runDemo(options: DemoOptions, context: RunContext): Promis
           rebuildHoldMs: 400,
           rebuildEveryMs: 250,
           thinkMs: 10,
+          digestEveryMs: DIGEST_EVERY_MS,
+          digestPerMs: DIGEST_PER_MS,
+          tickMs: 100,
         }),
       );
     });
     out.write(
       `Starting ${instances.length} instances (${[...new Set(adapters)].join(', ')}) in schema ${schema}.\n` +
         `Each rebuilds the leaderboard with tryWithLock('${REBUILD_LOCK}') and adds points with\n` +
-        `withLock('user:<id>') (read, sleep, write). ${options.kill ? `Halfway one is SIGKILLed mid-rebuild.` : ''}\n\n`,
+        `withLock('user:<id>') (read, sleep, write), fires runOnce('${DIGEST_JOB}', { per: ${DIGEST_PER_MS} })\n` +
+        `every ~${DIGEST_EVERY_MS} ms and campaigns with leader('${SCHEDULER}'); the leader runs the scheduler.\n` +
+        `${options.kill ? 'Halfway the leader is SIGKILLed mid-rebuild.\n' : ''}\n`,
     );
     await Promise.race([
       Promise.all(instances.map((instance) => instance.ready)),
@@ -90,13 +100,36 @@ export async function runDemo(options: DemoOptions, context: RunContext): Promis
       out,
       states,
       () =>
-        `pglock demo  ${Date.now() < endAt ? `${clock()} of ${options.seconds}s` : 'finishing'}  ${context.database}${options.lock ? '' : '  --no-lock'}`,
+        `pglock demo  ${Date.now() < endAt ? `${clock()} of ${options.seconds}s` : 'finishing'}  ${context.database}${options.lock ? '' : '  --no-lock'}  (* leader)`,
     );
     let killing = false;
     let kill: KillRecord | undefined;
     let recovered = false;
     let killDone: Promise<void> = Promise.resolve();
+    // The leader as the instances report it (onElected ran, its term has not ended).
+    let leader: Instance | undefined;
+    let failedOver = false;
+    let nudged: { instance: Instance; at: number } | undefined;
+    // From the kill time, the leader rebuilds at once (waiting for the lock): the kill below then
+    // takes the leader mid-rebuild, so one SIGKILL tests the rebuild's rollback and the failover.
+    const nudge = setInterval(() => {
+      if (!options.kill || killing || Date.now() < killAt || !leader) return;
+      if (nudged?.instance === leader && Date.now() - nudged.at < NUDGE_EVERY_MS) return;
+      nudged = { instance: leader, at: Date.now() };
+      leader.send({ type: 'rebuild-now' });
+    }, 50);
     for (const instance of instances) {
+      instance.onLeadership = (term, at, elected) => {
+        if (!elected) {
+          if (leader === instance) leader = undefined;
+          return;
+        }
+        leader = instance;
+        if (Date.now() > endAt) return; // the campaigns resigning at the end
+        const after = kill && !failedOver ? `, ${Math.round(at - kill.at)} ms after the kill` : '';
+        if (kill) failedOver = true;
+        view.log(`${clock(at)}  ${instance.state.label} elected leader (term ${term})${after}`);
+      };
       instance.onRebuildHeld = (rebuildId, at) => {
         if (kill && !recovered) {
           recovered = true;
@@ -104,17 +137,18 @@ export async function runDemo(options: DemoOptions, context: RunContext): Promis
             `${clock(at)}  ${instance.state.label} holds the rebuild lock, ${Math.round(at - kill.at)} ms after the kill`,
           );
         }
-        if (!options.kill || killing || Date.now() < killAt) return;
+        if (!options.kill || killing || Date.now() < killAt || instance !== leader) return;
         killing = true;
         // The server's clock first, then the kill: recovery is measured from no later than the kill.
         killDone = delay(KILL_DELAY_MS)
           .then(() => admin.query<{ at: Date }>('SELECT clock_timestamp() AS at'))
           .then(({ rows }) => {
             const killedAt = Date.now();
+            const term = instance.state.term;
             instance.kill(killedAt);
-            kill = { label: instance.state.label, rebuildId, at: killedAt, serverAt: rows[0]!.at };
+            kill = { label: instance.state.label, rebuildId, at: killedAt, serverAt: rows[0]!.at, term };
             view.log(
-              `${clock(killedAt)}  SIGKILL ${instance.state.label} while it holds the rebuild lock (rebuild ${rebuildId})`,
+              `${clock(killedAt)}  SIGKILL ${instance.state.label}, the leader (term ${term}), while it holds the rebuild lock (rebuild ${rebuildId})`,
             );
           });
       };
@@ -133,6 +167,7 @@ export async function runDemo(options: DemoOptions, context: RunContext): Promis
     signal.addEventListener('abort', onAbort);
     await Promise.all(instances.map((instance) => instance.exited));
     clearTimeout(stragglers);
+    clearInterval(nudge);
     signal.removeEventListener('abort', onAbort);
     view.stop();
     if (signal.aborted) throw signal.reason;
@@ -140,6 +175,7 @@ export async function runDemo(options: DemoOptions, context: RunContext): Promis
     await killDone;
     const crashed = states.filter((s) => s.status === 'failed');
     for (const s of crashed) out.write(`\n${s.label} exited with ${s.exitCode}:\n${s.output}\n`);
+    for (const s of states) for (const error of s.leaderErrors) out.write(`\n${s.label} leader: ${error}\n`);
     const verification = await verify(admin, {
       schema,
       namespace,
@@ -147,6 +183,8 @@ export async function runDemo(options: DemoOptions, context: RunContext): Promis
       skips: states.reduce((n, s) => n + s.skips, 0),
       kill,
       crashed: crashed.map((s) => s.label),
+      digestPerMs: DIGEST_PER_MS,
+      leaderErrors: states.flatMap((s) => s.leaderErrors.map((error) => `${s.label}: ${error}`)),
     });
     const timeline = await writeTimeline(options.out, {
       title: `pglock demo: ${instances.length} instances, ${options.seconds} s${options.lock ? '' : ' (--no-lock)'}`,

@@ -1,7 +1,14 @@
 // Reads the outcome back from the database, after every instance has stopped.
 import { inspectLocks, lockKey } from '@pglock/pg';
 import type pg from 'pg';
-import { REBUILD_LOCK } from './protocol.ts';
+import { DIGEST_JOB, REBUILD_LOCK, SCHEDULER } from './protocol.ts';
+import {
+  type DigestOutcome,
+  digestOutcome,
+  type LeaderOutcome,
+  leaderOutcome,
+  scheduleChecks,
+} from './verify-schedule.ts';
 
 /** The SIGKILL of one instance while it held the rebuild lock. */
 export interface KillRecord {
@@ -10,8 +17,10 @@ export interface KillRecord {
   readonly rebuildId: number;
   /** Wall clock, ms (for the timeline). */
   readonly at: number;
-  /** The server's clock right after the kill (recovery is measured on server timestamps). */
+  /** The server's clock just before the kill (recovery and failover are measured on server timestamps). */
   readonly serverAt: Date;
+  /** The term the instance reported leading when it was killed. */
+  readonly term: number | undefined;
 }
 
 export interface Check {
@@ -39,6 +48,8 @@ export interface Verification {
         readonly updatesAfter: number;
       }
     | undefined;
+  readonly digest: DigestOutcome;
+  readonly leader: LeaderOutcome;
   readonly checks: readonly Check[];
   readonly ok: boolean;
 }
@@ -52,6 +63,10 @@ export interface VerifyInput {
   readonly kill: KillRecord | undefined;
   /** Labels of instances (other than the killed one) that did not exit with code 0. */
   readonly crashed: readonly string[];
+  /** The digest job's period. */
+  readonly digestPerMs: number;
+  /** What the leader campaigns reported to onError (none expected: the database stays up). */
+  readonly leaderErrors: readonly string[];
 }
 
 /** Runs the checks; every figure but `skips` comes from the database. */
@@ -75,6 +90,8 @@ export async function verify(admin: pg.Client, input: VerifyInput): Promise<Veri
   );
   const locksLeft = await demoLocksHeld(admin, input);
   const kill = input.kill ? await killOutcome(admin, schema, input.kill) : undefined;
+  const digest = await digestOutcome(admin, schema, input.digestPerMs);
+  const leader = await leaderOutcome(admin, schema, input.kill);
 
   const checks: Check[] = [
     { label: 'rebuilds run', value: String(rebuilds), ok: rebuilds > 0, rule: '> 0' },
@@ -106,6 +123,13 @@ export async function verify(admin: pg.Client, input: VerifyInput): Promise<Veri
       },
     );
   }
+  checks.push(...scheduleChecks(digest, leader, input.digestPerMs, input.kill !== undefined));
+  checks.push({
+    label: 'leader campaign errors',
+    value: String(input.leaderErrors.length),
+    ok: input.leaderErrors.length === 0,
+    rule: 'must be 0',
+  });
   checks.push({
     label: 'instances that crashed',
     value: input.crashed.length === 0 ? '0' : input.crashed.join(', '),
@@ -121,6 +145,8 @@ export async function verify(admin: pg.Client, input: VerifyInput): Promise<Veri
     lostUpdates: lost,
     locksLeft,
     kill,
+    digest,
+    leader,
     checks,
     ok: checks.every((check) => check.ok !== false),
   };
@@ -128,7 +154,12 @@ export async function verify(admin: pg.Client, input: VerifyInput): Promise<Veri
 
 /** Advisory locks on the demo's own keys still in `pg_locks` (held or awaited). */
 async function demoLocksHeld(admin: pg.Client, input: VerifyInput): Promise<number> {
-  const names = [REBUILD_LOCK, ...Array.from({ length: input.users }, (_, i) => `user:${i + 1}`)];
+  const names = [
+    REBUILD_LOCK,
+    DIGEST_JOB,
+    SCHEDULER,
+    ...Array.from({ length: input.users }, (_, i) => `user:${i + 1}`),
+  ];
   const keys = new Set(names.map((name) => lockKey(name, { namespace: input.namespace })).map(keyText));
   return (await inspectLocks(admin)).filter((lock) => keys.has(keyText(lock.key))).length;
 }

@@ -48,7 +48,7 @@ afterAll(async () => {
 });
 
 describe.concurrent('pnpm demo (short mode)', () => {
-  it('four adapters, one killed mid-rebuild: passing verification and exit code 0', async () => {
+  it('four adapters, the leader killed mid-rebuild: passing verification and exit code 0', async () => {
     const { code, output, report, page } = await demo('locked', ['--seconds', '6']);
     expect(code, output).toBe(0);
     const v = report!.verification;
@@ -62,6 +62,22 @@ describe.concurrent('pnpm demo (short mode)', () => {
     expect(v.kill?.rebuildRolledBack).toBe(true);
     expect(v.kill?.recoveryMs).toBeGreaterThanOrEqual(0);
     expect(v.kill?.updatesAfter).toBeGreaterThan(0);
+    // The digest (runOnce): once in every period the run spanned, by the server's clock.
+    expect(v.digest.runs).toBeGreaterThanOrEqual(4);
+    expect(v.digest.maxPerPeriod).toBe(1);
+    expect(v.digest.missedPeriods).toBe(0);
+    expect(v.digest.outsidePeriod).toBe(0);
+    // The scheduler (leader): the killed instance led, a standby took over within 1 s, one leader at a time.
+    expect(v.leader.killedLed).toBe(true);
+    expect(v.leader.terms).toBeGreaterThanOrEqual(2);
+    expect(v.leader.failoverMs).toBeGreaterThanOrEqual(0);
+    expect(v.leader.failoverMs).toBeLessThan(1_000);
+    expect(v.leader.failoverBy).not.toBe(v.kill?.label);
+    expect(v.leader.overlaps).toBe(0);
+    expect(v.leader.termsIncreasing).toBe(true);
+    expect(v.leader.ticks).toBeGreaterThan(0);
+    expect(output).toMatch(/runs per period +1 +must be 1 +ok/);
+    expect(output).toMatch(/failover: kill to new onElected +\d+ ms/);
     expect(report!.instances.map((i) => i.label)).toEqual(['#1 pg', '#2 prisma', '#3 drizzle', '#4 kysely']);
     expect(report!.instances.filter((i) => i.status === 'killed')).toHaveLength(1);
     expect(report!.instances.filter((i) => i.status === 'done')).toHaveLength(3);
@@ -72,7 +88,7 @@ describe.concurrent('pnpm demo (short mode)', () => {
     expect(page).toContain(`SIGKILL ${v.kill?.label}`);
   });
 
-  it('--no-lock (locks that exclude nothing): the checker reports lost updates and overlaps, exit code 1', async () => {
+  it('--no-lock (locks that exclude nothing): the checker reports lost updates, overlaps, periods run twice and two leaders, exit code 1', async () => {
     const { code, output, report } = await demo('unlocked', [
       '--no-lock',
       '--no-kill',
@@ -89,6 +105,11 @@ describe.concurrent('pnpm demo (short mode)', () => {
     expect(v.lostUpdates).toBeGreaterThan(0);
     expect(v.overlaps).toBeGreaterThan(0);
     expect(v.skips).toBe(0);
+    expect(v.digest.maxPerPeriod).toBeGreaterThan(1);
+    // Every instance campaigns under a name of its own: each is elected with term 1, all at once.
+    expect(v.leader.terms).toBe(4);
+    expect(v.leader.overlaps).toBeGreaterThan(0);
+    expect(v.leader.termsIncreasing).toBe(false);
     expect(output).toContain('FAIL');
   });
 });

@@ -1,15 +1,27 @@
+import type { LeaderCampaign, LeaderOptions } from '@pglock/core';
+import type pg from 'pg';
 import type { InstanceConfig } from '../protocol.ts';
 
 /**
- * The two jobs of an API instance, written once per adapter in that ORM's own style. Lock names are
+ * The jobs of an API instance, written once per adapter in that ORM's own style. Lock names are
  * passed in (not built here) so that the `--no-lock` debug mode can make them unique per call.
  */
 export interface DemoAdapter {
   /**
    * `tryWithLock(lockName)`: writes a `rebuilds` row (server clock), calls `onHeld` with its id,
-   * replaces the leaderboard slowly, stamps `finished_at`. False when another instance holds the lock.
+   * replaces the leaderboard slowly, stamps `finished_at`. False when another instance holds the lock
+   * (for `timeoutMs`, when it did not get it in that time).
    */
-  rebuild(lockName: string, onHeld: (rebuildId: number) => void): Promise<boolean>;
+  rebuild(lockName: string, onHeld: (rebuildId: number) => void, timeoutMs?: number): Promise<boolean>;
+  /**
+   * `runOnce(lockName, { per })`: the digest job, which writes one `digests` row for its period (the
+   * timestamps are the server's column defaults) in the job's transaction. Says whether this call ran it.
+   */
+  digest(lockName: string, perMs: number): Promise<'ran' | 'done' | 'busy'>;
+  /** `leader(name, options)` on the instance's pool (Prisma: `@pglock/pg` on the pool under `@prisma/adapter-pg`). */
+  leader(name: string, options: LeaderOptions): LeaderCampaign;
+  /** The instance's pg.Pool: the leader's scheduler writes through it (src/scheduler.ts). */
+  readonly pool: pg.Pool;
   /**
    * `withLock(lockName)`: reads the user's score, sleeps, writes score + 1, and records a
    * `score_events` row in the same transaction (the ledger the verification sums).
@@ -34,6 +46,7 @@ export function poolConfig(config: InstanceConfig) {
     connectionString: config.url,
     options: `-c search_path=${config.schema}`,
     application_name: `pglock-demo ${config.label}`,
-    max: 4,
+    // Four jobs may each hold a connection at once, and a leader keeps one for its whole term.
+    max: 6,
   };
 }

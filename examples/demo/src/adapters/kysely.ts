@@ -15,45 +15,67 @@ interface Database {
     users: number | null;
   };
   leaderboard: { rebuild_id: number; rank: number; user_id: number; score: number };
+  digests: {
+    id: Generated<number>;
+    instance: string;
+    period_start: Date;
+    period_end: Date;
+    tx_started_at: Generated<Date>;
+    ran_at: Generated<Date>;
+  };
 }
 
 export const open: OpenAdapter = async (config) => {
-  const db = new Kysely<Database>({
-    dialect: new PostgresDialect({ pool: new pg.Pool(poolConfig(config)) }),
-  });
+  const pool = new pg.Pool(poolConfig(config));
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   const locks = advisoryLocks(db, { namespace: config.namespace });
   await db.selectFrom('users').select('id').limit(1).execute();
   return {
-    async rebuild(lockName, onHeld) {
-      const result = await locks.tryWithLock(lockName, async (trx) => {
-        const { id } = await trx
-          .insertInto('rebuilds')
-          .values({ instance: config.label, finished_at: null, users: null })
-          .returning('id')
-          .executeTakeFirstOrThrow();
-        onHeld(id);
-        const ranked = await trx
-          .selectFrom('users')
-          .select(['id', 'score'])
-          .orderBy('score', 'desc')
-          .orderBy('id')
-          .execute();
-        await trx.deleteFrom('leaderboard').execute();
-        await sleep(config.rebuildHoldMs);
-        if (ranked.length > 0) {
-          await trx
-            .insertInto('leaderboard')
-            .values(ranked.map((u, i) => ({ rebuild_id: id, rank: i + 1, user_id: u.id, score: u.score })))
+    async rebuild(lockName, onHeld, timeoutMs) {
+      const result = await locks.tryWithLock(
+        lockName,
+        async (trx) => {
+          const { id } = await trx
+            .insertInto('rebuilds')
+            .values({ instance: config.label, finished_at: null, users: null })
+            .returning('id')
+            .executeTakeFirstOrThrow();
+          onHeld(id);
+          const ranked = await trx
+            .selectFrom('users')
+            .select(['id', 'score'])
+            .orderBy('score', 'desc')
+            .orderBy('id')
             .execute();
-        }
-        await trx
-          .updateTable('rebuilds')
-          .set({ finished_at: sql<Date>`clock_timestamp()`, users: ranked.length })
-          .where('id', '=', id)
-          .execute();
-      });
+          await trx.deleteFrom('leaderboard').execute();
+          await sleep(config.rebuildHoldMs);
+          if (ranked.length > 0) {
+            await trx
+              .insertInto('leaderboard')
+              .values(ranked.map((u, i) => ({ rebuild_id: id, rank: i + 1, user_id: u.id, score: u.score })))
+              .execute();
+          }
+          await trx
+            .updateTable('rebuilds')
+            .set({ finished_at: sql<Date>`clock_timestamp()`, users: ranked.length })
+            .where('id', '=', id)
+            .execute();
+        },
+        { timeoutMs },
+      );
       return result.acquired;
     },
+    async digest(lockName, perMs) {
+      const result = await locks.runOnce(lockName, { per: perMs }, async (trx, { period }) => {
+        await trx
+          .insertInto('digests')
+          .values({ instance: config.label, period_start: period.start, period_end: period.end })
+          .execute();
+      });
+      return result.ran ? 'ran' : result.reason;
+    },
+    leader: (name, options) => locks.leader(name, options),
+    pool,
     async addPoint(lockName, userId) {
       await locks.withLock(lockName, async (trx) => {
         const user = await trx
