@@ -2,12 +2,22 @@
 // of locks on the chaos keys until the deadline, recording each critical section. Transaction-scoped
 // sections write inside the lock's transaction; leader-style session locks (a tryAcquireSessionLock
 // loop, or a waiting acquireSessionLock) write in one statement that commits only while the holder's
-// backend still holds the lock. Through the pooler lane every session lock must be refused.
+// backend still holds the lock. Workers also call runOnce on a few jobs with short periods (each run
+// writes its row in the job's transaction) and campaign with leader (each term ticks: a tick recorded
+// only while the term's backend holds the lock, and a write behind the fencing guard). Through the
+// pooler lane every session lock and every campaign must be refused.
 // Usage: chaos-worker <subject> <direct | pgbouncer> <worker id> <deadline ms | stdin>; with `stdin`,
 // the worker reports `ready` and reads the deadline from its first input line.
 import { createInterface } from 'node:readline';
 import { LockLostError, LockNotAcquiredError, LockUsageError, lockKey, type SessionLock } from '@pglock/core';
-import { type ChaosLane, chaosKeys, type WorkerStats, zeroStats } from './chaos-schema.ts';
+import {
+  type ChaosLane,
+  chaosJobs,
+  chaosKeys,
+  chaosLeaders,
+  type WorkerStats,
+  zeroStats,
+} from './chaos-schema.ts';
 import { watchPostgresJsWrites } from './postgres-js-writes.ts';
 import { type Sql, subjectNamed } from './subjects.ts';
 
@@ -156,14 +166,113 @@ async function standby(key: string): Promise<void> {
   if (handle) await lead(handle, key, 1 + random(2));
 }
 
-type Kind = 'exclusive' | 'shared' | 'try' | 'timeout' | 'multi' | 'leader' | 'standby';
+// A run that throws after writing its row (its row must roll back, and the period stay open).
+class Doomed extends Error {}
+
+/** One runOnce call: the job writes its row for the period, dawdles, and now and then throws. */
+async function job(): Promise<void> {
+  const { name, per } = pick(chaosJobs);
+  const doomed = Math.random() < 0.1;
+  try {
+    const result = await subject.runOnce(name, { per }, async (sql, period) => {
+      await sql(
+        `INSERT INTO chaos_job_runs (worker, name, period_start, period_end, doomed)
+         VALUES ($1::text, $2::text, $3::text::timestamptz, $4::text::timestamptz, $5::text::boolean)`,
+        [worker, name, period.start.toISOString(), period.end.toISOString(), String(doomed)],
+      );
+      if (idleLast) await sql(`SELECT 1 AS one FROM pg_sleep(${(Math.random() * 0.015).toFixed(3)})`);
+      else await dawdle(sql);
+      if (doomed) throw new Doomed('doomed run');
+    });
+    if (result.ran) stats.jobsRan++;
+    else if (result.reason === 'done') stats.jobsDone++;
+    else stats.jobsBusy++;
+  } catch (error) {
+    if (!(error instanceof Doomed)) throw error;
+    stats.jobsThrown++;
+  }
+}
+
+// A tick counts only if, after its clock was read, the backend that wrote the term (logged by the
+// trigger on pglock_jobs) still held the name's lock and the term was still the latest: then the lock
+// was held from the election to the tick. It runs on the app's pool, not the lock's connection.
+const VERIFIED_TICK = `WITH t AS MATERIALIZED (SELECT clock_timestamp() AS at)
+  INSERT INTO chaos_leader_ticks (name, term, campaign, at)
+  SELECT $1::text, $2::text::bigint, $3::text, t.at FROM t
+   WHERE EXISTS (
+     SELECT 1 FROM chaos_elections e JOIN pg_locks l ON l.pid = e.pid
+      WHERE t.at IS NOT NULL AND e.name = $1::text AND e.term = $2::text::bigint
+        AND l.locktype = 'advisory' AND l.granted AND l.mode = 'ExclusiveLock' AND l.objsubid = 1
+        AND l.classid = ((e.key >> 32) & 4294967295)::oid AND l.objid = (e.key & 4294967295)::oid
+        AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()))
+     AND (SELECT term FROM pglock_jobs WHERE name = $1::text AND namespace IS NULL) = $2::text::bigint
+  RETURNING id`;
+
+// The fencing guard: accepted only while no later term has written; each accepted write is logged.
+const FENCED_WRITE = `WITH w AS (
+    INSERT INTO chaos_fence AS f (name, term) VALUES ($1::text, $2::text::bigint)
+    ON CONFLICT (name) DO UPDATE SET term = excluded.term WHERE f.term <= excluded.term
+    RETURNING term)
+  INSERT INTO chaos_fenced_writes (name, term, campaign) SELECT $1::text, term, $3::text FROM w
+  RETURNING id`;
+
+let campaignCount = 0;
+
+/** A leader campaign for a while: each term ticks until its signal aborts or a fenced write is refused. */
+async function campaign(): Promise<void> {
+  if (!session) return;
+  const name = pick(chaosLeaders);
+  const id = `${worker}/${campaignCount++}`;
+  stats.campaigns++;
+  const running = session.leader(name, {
+    heartbeatMs,
+    retryMs: 20,
+    onElected: async ({ term, signal }) => {
+      if (lane === 'pgbouncer') {
+        // Elected through a transaction-mode pooler: another backend may hold the same lock.
+        stats.poolerSessionLocks++;
+        return;
+      }
+      stats.terms++;
+      const values = [name, String(term), id];
+      while (!signal.aborted) {
+        const accepted = await subject.query(FENCED_WRITE, values);
+        if (accepted.length === 0) {
+          stats.fencedRefused++;
+          return;
+        }
+        await subject.query(VERIFIED_TICK, values);
+        await sleep(random(25));
+      }
+      if (LockLostError.is(signal.reason)) stats.termsLost++;
+    },
+    onError: (error) => {
+      if (lane === 'pgbouncer' && LockUsageError.is(error)) stats.leaderRefused++;
+      else stats.errors++;
+    },
+  });
+  await sleep(200 + random(1_000));
+  await running.stop();
+}
+
+type Kind =
+  | 'exclusive'
+  | 'shared'
+  | 'try'
+  | 'timeout'
+  | 'multi'
+  | 'runOnce'
+  | 'leader'
+  | 'standby'
+  | 'campaign';
 const kinds: readonly Kind[] = [
   'exclusive',
   'shared',
   'try',
   'timeout',
   'multi',
-  ...(session ? (['leader', 'standby'] as const) : []),
+  'runOnce',
+  ...(session ? (['leader', 'standby', 'campaign'] as const) : []),
 ];
 
 async function run(kind: Kind): Promise<void> {
@@ -177,6 +286,10 @@ async function run(kind: Kind): Promise<void> {
   } else if (kind === 'timeout') {
     const timeoutMs = 5 + random(100);
     await subject.withLock(key, (sql) => section(sql, [key], 'exclusive'), { timeoutMs });
+  } else if (kind === 'runOnce') {
+    await job();
+  } else if (kind === 'campaign') {
+    await campaign();
   } else if (kind === 'multi') {
     const other = pick(chaosKeys.filter((k) => k !== key));
     await subject.withLock([key, other], (sql) => section(sql, [key, other], 'exclusive'));

@@ -6,6 +6,8 @@ import pg from 'pg';
 import {
   addStats,
   type ChaosLane,
+  chaosJobs,
+  chaosJobsSchema,
   chaosKeys,
   chaosSchema,
   statsOf,
@@ -15,6 +17,7 @@ import {
 import { checkHistory, type HistoryReport, type SectionRow } from './history.ts';
 import { LeakScan, startPoolerLane } from './pooler-lane.ts';
 import { type FatalWrite, ormOwnEnd } from './postgres-js-writes.ts';
+import { readSchedules, type ScheduleReport } from './read-schedules.ts';
 import { type SubjectDefinition, subjects } from './subjects.ts';
 
 const workerPath = fileURLToPath(new URL('./chaos-worker.ts', import.meta.url));
@@ -63,6 +66,8 @@ export interface ChaosResult extends HistoryReport, WorkerStats {
   readonly byAdapter: Readonly<Record<string, number>>;
   /** The pooler lane's worker count, or why it did not run. */
   readonly pooler: { readonly processes: number } | { readonly skipped: string };
+  /** The runOnce and leader history (its violations are in `violations` too). */
+  readonly schedules: ScheduleReport;
   readonly seconds: number;
 }
 
@@ -129,6 +134,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
   try {
     await db.connect();
     await db.query(chaosSchema);
+    await db.query(chaosJobsSchema);
     await db.query('INSERT INTO chaos_counters SELECT unnest($1::text[]), 0', [[...chaosKeys]]);
     const poolerLane = typeof lane === 'string' ? lane : { ...lane, poolerProcesses };
     const result = await drive(options, chosen, runUrl.href, db, poolerLane, log);
@@ -307,12 +313,14 @@ async function drive(
     poolerSessionLocks: totals.poolerSessionLocks,
     poolerLeaks: leaks.found(),
   });
+  const schedules = await readSchedules(db, (name) => chaosJobs.find((job) => job.name === name)?.per ?? 0);
   const byAdapter: Record<string, number> = {};
   for (const slot of slots) {
     byAdapter[label(slot)] = (byAdapter[label(slot)] ?? 0) + slot.past.completed + slot.current.completed;
   }
   return {
     ...report,
+    violations: [...report.violations, ...schedules.violations],
     ...totals,
     kills,
     terminations,
@@ -323,6 +331,7 @@ async function drive(
     teardowns,
     byAdapter,
     pooler: typeof lane === 'string' ? { skipped: lane } : { processes: pooled },
+    schedules,
     seconds: options.seconds,
   };
 }

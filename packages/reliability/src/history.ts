@@ -36,7 +36,17 @@ export interface Violation {
     | 'lost-increment'
     | 'lock-left-held'
     | 'session-lock-through-pooler'
-    | 'lock-leaked-through-pooler';
+    | 'lock-leaked-through-pooler'
+    // runOnce and leader (schedule-history.ts)
+    | 'period-run-twice'
+    | 'run-outside-period'
+    | 'thrown-run-committed'
+    | 'election-without-lock'
+    | 'terms-not-increasing'
+    | 'leader-overlap'
+    | 'tick-without-election'
+    | 'fenced-term-regressed'
+    | 'term-shared';
   readonly key: string;
   readonly detail: string;
 }

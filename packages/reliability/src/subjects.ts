@@ -1,7 +1,15 @@
 // The adapters a reliability run drives, each opened over a URL with its public API, the way an app
 // opens it (packages/bench/src/subjects.ts does the same for the benchmark). Each ORM is imported
 // inside its `open`, so a chaos worker process loads only its own (the drivers are small).
-import type { LockTarget, SessionAdvisoryLocks, TryResult, WithLockOptions } from '@pglock/core';
+import type {
+  LockTarget,
+  RunOnceOptions,
+  RunOncePeriod,
+  RunOnceResult,
+  SessionAdvisoryLocks,
+  TryResult,
+  WithLockOptions,
+} from '@pglock/core';
 import pg from 'pg';
 import postgres from 'postgres';
 
@@ -18,6 +26,12 @@ export interface Subject {
     fn: (sql: Sql) => Promise<T>,
     options?: WithLockOptions,
   ): Promise<TryResult<T>>;
+  /** The adapter's `runOnce` (Prisma: `$runOnce`), with SQL on the job's transaction. */
+  runOnce<T>(
+    name: string,
+    options: RunOnceOptions,
+    fn: (sql: Sql, period: RunOncePeriod) => Promise<T>,
+  ): Promise<RunOnceResult<T>>;
   /** SQL on the app's database outside any lock (autocommit, any pooled connection). */
   readonly query: Sql;
   /** The session verbs of the adapter's factory, where it can pin a connection. */
@@ -121,6 +135,7 @@ const pgSubject: SubjectDefinition = {
       name: 'pg',
       withLock: (target, fn, o) => locks.withLock(target, (client) => fn(sqlOf(client)), o),
       tryWithLock: (target, fn, o) => locks.tryWithLock(target, (client) => fn(sqlOf(client)), o),
+      runOnce: (name, o, fn) => locks.runOnce(name, o, (client, run) => fn(sqlOf(client), run.period)),
       query: sqlOf(pool),
       session: locks,
       poolState: poolState(pool),
@@ -158,6 +173,7 @@ async function drizzleSubject(
     name,
     withLock: (target, fn, o) => locks.withLock(target, (tx) => fn(sqlOf(tx)), o),
     tryWithLock: (target, fn, o) => locks.tryWithLock(target, (tx) => fn(sqlOf(tx)), o),
+    runOnce: (n, o, fn) => locks.runOnce(n, o, (tx, run) => fn(sqlOf(tx), run.period)),
     query: sqlOf(db),
     session: locks as unknown as SessionAdvisoryLocks,
     poolState: state,
@@ -220,6 +236,7 @@ async function kyselySubject(
     name,
     withLock: (target, fn, o) => locks.withLock(target, (trx) => fn(sqlOf(trx)), o),
     tryWithLock: (target, fn, o) => locks.tryWithLock(target, (trx) => fn(sqlOf(trx)), o),
+    runOnce: (n, o, fn) => locks.runOnce(n, o, (trx, run) => fn(sqlOf(trx), run.period)),
     query: sqlOf(db),
     session: locks as unknown as SessionAdvisoryLocks,
     poolState: state,
@@ -286,6 +303,7 @@ const prismaSubject: SubjectDefinition = {
       name: 'prisma',
       withLock: (target, fn, o) => prisma.$withLock(target, (tx) => fn(sqlOf(tx)), o),
       tryWithLock: (target, fn, o) => prisma.$tryWithLock(target, (tx) => fn(sqlOf(tx)), o),
+      runOnce: (name, o, fn) => prisma.$runOnce(name, o, (tx, run) => fn(sqlOf(tx), run.period)),
       query: sqlOf(prisma),
       session: undefined,
       poolState: poolState(pool),

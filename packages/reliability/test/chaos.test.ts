@@ -4,7 +4,8 @@ import { formatChaos, unexpectedCrashes } from '../src/chaos-report.ts';
 import { subjects } from '../src/subjects.ts';
 
 // The bounded CI run of `pnpm chaos`: every adapter in worker processes, straight to PostgreSQL and
-// through PgBouncer in transaction mode, with leader-style session locks where the adapter has them;
+// through PgBouncer in transaction mode, with leader-style session locks, runOnce jobs and leader
+// campaigns where the adapter has them;
 // SIGKILLs and backend terminations for CHAOS_SECONDS (default 20 s), then the history check.
 const seconds = Number(process.env.CHAOS_SECONDS ?? 20);
 const pgbouncer = inject('pgbouncer');
@@ -23,9 +24,17 @@ it(`chaos: ${seconds} s of kills and terminations across every adapter leave a v
   expect(result.session).toBeGreaterThan(0);
   expect(result.sessionHeld).toBeGreaterThan(0);
   expect(result.kills + result.terminations).toBeGreaterThanOrEqual(seconds / 2);
+  // runOnce and leader ran too, and their checks had rows to check (violations above covers them).
+  expect(result.jobsRan).toBeGreaterThan(0);
+  expect(result.jobsDone + result.jobsBusy).toBeGreaterThan(0);
+  expect(result.schedules.jobRuns).toBeGreaterThan(0);
+  expect(result.schedules.elections).toBeGreaterThan(1);
+  expect(result.schedules.verifiedTicks).toBeGreaterThan(0);
+  expect(result.schedules.fencedWrites).toBeGreaterThan(0);
   if ('transactionUrl' in pgbouncer) {
     expect(result.pooler).toEqual({ processes: subjects.length });
     expect(result.sessionRefused).toBeGreaterThan(0);
+    expect(result.leaderRefused).toBeGreaterThan(0);
   }
   // Every adapter got sections through (a postgres.js worker that crashes often may miss in one lane).
   for (const subject of subjects) {
