@@ -40,6 +40,7 @@ export { cell } from './row-cell.ts';
 export { within } from './run-cancellable.ts';
 export { type CancelKey, sendCancelRequest } from './send-cancel-request.ts';
 export { SqlState, sqlStateOf } from './sql-state.ts';
+export { type StartBound, startBound } from './start-bound.ts';
 export { type Statement, type StatementText, statement, statementText } from './statement.ts';
 export {
   beginText,

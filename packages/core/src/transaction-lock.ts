@@ -15,6 +15,7 @@ import { contextFor, contextOfTransaction, type LockContext, runInContext } from
 import { cell } from './row-cell.ts';
 import { heldStatement } from './session-lock.ts';
 import { SqlState, sqlStateOf } from './sql-state.ts';
+import { startBound } from './start-bound.ts';
 import { type Statement, statementText } from './statement.ts';
 import {
   type CheckedTransactionSettings,
@@ -191,13 +192,21 @@ async function ownTransaction<Db, Tx, T>(
   }
   const trace = startTrace(request, 'transaction');
   let acquired = false;
+  // The pool's wait and the ORM's BEGIN come out of the same budget, and the signal ends them too.
+  const bound = startBound(
+    deadline,
+    request.signal,
+    () => new NotTaken(notAcquiredError(request, verb)),
+    () => abortedError(request, verb, request.signal?.reason),
+  );
   try {
-    const value = await port.transaction(
+    const running = port.transaction(
       db,
       settings === NO_TRANSACTION_SETTINGS && request.timeoutMs === undefined
         ? PLAIN_TRANSACTION
         : { settings, waitMs: deadline === undefined ? request.timeoutMs : budgetLeft(deadline) },
       async (tx, connection) => {
+        if (bound !== undefined && !bound.enter()) throw new NotTaken(notAcquiredError(request, verb));
         try {
           // Most calls have no signal: no canceller, and no await for one.
           const cancel =
@@ -231,6 +240,7 @@ async function ownTransaction<Db, Tx, T>(
         return result;
       },
     );
+    const value = bound === undefined ? await running : await bound.wait(running);
     return attempt ? { acquired: true, value } : value;
   } catch (error) {
     if (error instanceof NotTaken) {

@@ -12,6 +12,14 @@ import {
   unlockAllStatement,
   within,
 } from '@pglock/core/adapter';
+import type {
+  KyselyPlugin,
+  PluginTransformQueryArgs,
+  PluginTransformResultArgs,
+  QueryResult,
+  RootOperationNode,
+  UnknownRow,
+} from 'kysely';
 import { type Kysely, type QueryExecutorProvider, sql } from 'kysely';
 
 /** What the port is handed: a `Kysely` instance, a transaction, or the `db` of `db.connection()`. */
@@ -58,6 +66,36 @@ const roots = new WeakMap<object, Db>();
 const connectionFor = (trx: Db): PortConnection =>
   cached(connections, trx, () => ({ query: (s) => run(trx, s) }));
 
+/**
+ * Watches the queries of the handle a pglock callback gets: each compiled query is pending until its
+ * result comes back. Kysely does not tell a COMMIT answered with ROLLBACK, so core would ask the
+ * server (`SELECT 1`) before every COMMIT; with none pending no statement failed in the transaction
+ * and the check is skipped: one statement less, and on postgres.js no pglock write after the
+ * callback (a write to a connection postgres.js saw close kills the process, porsager/postgres#1208).
+ * A query that failed, was never run or still runs leaves the question to the server.
+ */
+class QueryWatch implements KyselyPlugin {
+  readonly #pending = new Set<unknown>();
+  get settled(): boolean {
+    return this.#pending.size === 0;
+  }
+  transformQuery({ node, queryId }: PluginTransformQueryArgs): RootOperationNode {
+    this.#pending.add(queryId);
+    return node;
+  }
+  async transformResult({ result, queryId }: PluginTransformResultArgs): Promise<QueryResult<UnknownRow>> {
+    this.#pending.delete(queryId);
+    return result;
+  }
+}
+
+/** `trx` as the callback gets it, and its connection for core, which knows when nothing failed. */
+function watched(trx: Db): [Db, PortConnection] {
+  const watch = new QueryWatch();
+  const status = () => (watch.settled ? 'transaction' : undefined);
+  return [trx.withPlugin(watch), { query: (s) => run(trx, s), transactionStatus: status }];
+}
+
 interface Lent {
   readonly conn: Db;
   /** Ends the `db.connection()` callback, so Kysely hands the connection back to its pool. */
@@ -91,7 +129,14 @@ function lend(db: Db): Promise<Lent> {
 
 async function controlOn(db: Db): Promise<ControlConnection> {
   const { conn, handBack } = await lend(db);
-  return { query: (s) => run(conn, s), release: handBack };
+  let died = false;
+  const query = (s: Statement) =>
+    run(conn, s).catch((error: unknown) => {
+      died ||= connectionDied(error);
+      throw error;
+    });
+  // A control connection that died is not handed back on postgres.js, for the same reason as a pin.
+  return { query, release: async () => (died && (await isPostgresJs(conn)) ? undefined : handBack()) };
 }
 
 // postgres.js throws from a timer, which no caller can catch, on a write to a connection it saw
@@ -110,16 +155,20 @@ function connectionDied(error: unknown): boolean {
 }
 
 /**
- * Whether backend `pid` still exists, asked from another connection. No answer in time means a busy
- * pool (the server is up, the connection most likely open); an error means the server is out of reach.
+ * Whether backend `pid` still exists, asked from another connection: `undefined` when no answer came
+ * in time (a busy pool), `false` also when the server is out of reach.
  */
-function stillThere(control: Db, pid: number): Promise<boolean> {
+function stillThere(control: Db, pid: number): Promise<boolean | undefined> {
   const answer = run(control, backendAliveStatement(pid)).then(
     ([row]) => Number(cell(row ?? {}, 'alive')) > 0,
     () => false,
   );
-  return within(answer, CLEANUP_MS, 'busy').catch(() => true);
+  return within(answer, CLEANUP_MS, 'busy').catch(() => undefined);
 }
+
+/** How often (and how many times) a postgres.js pin left with no answer is asked about again. */
+const RECHECK_MS = 1_000;
+const RECHECKS = 30;
 
 async function pinOn(db: Db, control: Db, onDeath: (cause: unknown) => void): Promise<PinnedConnection> {
   const { conn, handBack } = await lend(db);
@@ -149,20 +198,31 @@ async function pinOn(db: Db, control: Db, onDeath: (cause: unknown) => void): Pr
     }
   }
   // Lock state unknown: clear every session lock before Kysely gets the connection back, bounded (a
-  // statement on a dead connection may never settle), and on postgres.js only while its backend lives.
-  const clear = async (): Promise<boolean> => {
-    if (fragile && !(await stillThere(control, pid))) return false;
-    return within(query(unlockAllStatement), CLEANUP_MS, 'no answer').then(
+  // statement on a dead connection may never settle).
+  const clear = (): Promise<boolean> =>
+    within(query(unlockAllStatement), CLEANUP_MS, 'no answer').then(
       () => true,
       () => false,
     );
+  // On postgres.js only while its backend lives, asked from another connection; with no answer yet
+  // the pin is kept (a write could land on a connection postgres.js saw close) and asked about again
+  // in the background, so a busy pool gets it back later instead of never.
+  const clearFragile = async (): Promise<void> => {
+    for (let round = 0; round < RECHECKS; round++) {
+      const alive = await stillThere(control, pid);
+      if (alive === false) return;
+      if (alive === true) return settle(!failed && (await clear()));
+      await new Promise((resolve) => setTimeout(resolve, RECHECK_MS).unref());
+    }
   };
   return {
     query,
     heartbeatOn: 'control',
     processID: undefined,
     async release(state) {
-      await settle(state === 'clean' || (state === 'unknown' && !failed && (await clear())));
+      if (state === 'clean' || state === 'dead' || failed) return settle(state === 'clean');
+      if (!fragile) return settle(await clear());
+      void clearFragile().catch(() => undefined);
     },
   };
 }
@@ -184,8 +244,9 @@ function kyselyPortWith(control: Db | undefined): LockPort<Db, Db> {
       if (settings.isolationLevel !== undefined) builder = builder.setIsolationLevel(settings.isolationLevel);
       if (settings.accessMode !== undefined) builder = builder.setAccessMode(settings.accessMode);
       return builder.execute((trx) => {
-        roots.set(trx, db);
-        return body(trx, connectionFor(trx));
+        const [handle, connection] = watched(trx);
+        roots.set(handle, db);
+        return body(handle, connection);
       });
     },
     query: (db, s) => run(control ?? db, s),

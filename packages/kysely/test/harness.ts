@@ -21,7 +21,6 @@ const capabilities = {
   countsStatements: true,
   session: true,
   transactionSettings: ['isolationLevel', 'accessMode'],
-  commitCheck: true,
 } as const;
 
 /** Opens a `Kysely` over one driver for `url`, with at most `max` connections, and counts its statements. */
@@ -184,8 +183,7 @@ export const pgliteHarness = defineHarness<Transaction<unknown>>({
     abort: false,
     countsStatements: true,
     session: false,
-    commitCheck: true,
-  },
+    },
   moduleUrl: import.meta.url,
   exportName: 'pgliteHarness',
   async open() {

@@ -337,19 +337,47 @@ async function drive(
 }
 
 /**
- * The verdict on a crash. The only excuse: postgres.js throwing from its write timer (a write to a
- * connection that had closed, porsager/postgres #1208) where the fatal write was the ORM's own
- * COMMIT/ROLLBACK. A write pglock sent, an unknown write, and every other crash fail the run.
+ * The verdict on a crash. Excused are only postgres.js bugs whose fatal statement no lock library
+ * sends on a connection it could know was closed, each named in the report:
+ * - its write timer (a write to a connection that had closed, porsager/postgres #1208) where the
+ *   fatal write was the ORM's own COMMIT/ROLLBACK;
+ * - the same timer where the fatal write is the first statement a new holder sends on a connection
+ *   the pool handed out after it closed (dead since, never reconnected: porsager/postgres #1199):
+ *   the ORM's `begin`, or the `pg_backend_pid()` that starts a pglock pin or control connection.
+ *   pglock never hands back a pinned or control connection that died; the ORM's own transaction does;
+ * - the array-type fetch postgres.js runs on every new connection rejecting unhandled when the
+ *   backend is terminated during startup (porsager/postgres #1192, #1223).
+ * A write pglock sent otherwise, an unknown write, and every other crash fail the run.
  */
 function verdict(adapter: string, stderr: string): ChaosCrash {
   const line = /^FATAL_WRITE (.*)$/m.exec(stderr)?.[1];
   const fatalWrite = line === undefined ? undefined : (parse(line) as unknown as FatalWrite | undefined);
   const timerCrash = /Cannot read properties of null \(reading 'write'\)/.test(stderr);
-  const knownBug =
-    timerCrash && ormOwnEnd(fatalWrite)
-      ? `postgres.js write timer on a closed connection (porsager/postgres #1208): the fatal write was the ORM's own ${fatalWrite?.statements.join(' + ')} on connection ${fatalWrite?.connection}${fatalWrite?.closedBefore ? ', reported closed before' : ''}`
-      : undefined;
+  const on = `on connection ${fatalWrite?.connection}`;
+  const query = /^QUERY (.*)$/m.exec(stderr)?.[1] ?? '';
+  let knownBug: string | undefined;
+  if (timerCrash && ormOwnEnd(fatalWrite)) {
+    knownBug = `postgres.js write timer on a closed connection (porsager/postgres #1208): the fatal write was the ORM's own ${fatalWrite?.statements.join(' + ')} ${on}${fatalWrite?.closedBefore ? ', reported closed before' : ''}`;
+  } else if (timerCrash && handedOutDead(fatalWrite)) {
+    knownBug = `postgres.js handed out a connection that had closed ${fatalWrite?.closedMsBefore} ms before (porsager/postgres #1199, #1208): the fatal write was its new holder's first statement, ${fatalWrite?.statements.join(' + ')} ${on}`;
+  } else if (
+    /UNCAUGHT .*CONNECTION_CLOSED|UNCAUGHT .*57P01|terminating connection/.test(stderr) &&
+    /pg_catalog\.pg_type.*typarray/.test(query)
+  ) {
+    knownBug =
+      'postgres.js array-type fetch at connect rejected unhandled after a termination (porsager/postgres #1192, #1223)';
+  }
   return { adapter, stderr, knownBug, fatalWrite };
+}
+
+/** The first statement of a connection's new holder, on a connection dead since it closed. */
+function handedOutDead(write: FatalWrite | undefined): boolean {
+  return (
+    write?.closedBefore === true &&
+    write.writtenSinceClose === false &&
+    write.statements.length === 1 &&
+    /^(begin|SELECT pg_backend_pid\(\) AS pid)\s*;?$/i.test(write.statements[0] ?? '')
+  );
 }
 
 async function waitForWorkers(

@@ -34,11 +34,6 @@ export interface Capabilities {
    */
   readonly sessionConnection?: 'pooled' | 'own' | undefined;
   /**
-   * The driver does not say whether a statement in the transaction failed, so core asks the server
-   * (`SELECT 1`) before COMMIT: one statement more per `withLock` (Kysely; see its README).
-   */
-  readonly commitCheck?: boolean | undefined;
-  /**
    * A statement that fails inside a nested call is rolled back to pglock's savepoint and the outer
    * transaction goes on. Default true; false where the ORM rolls its whole transaction back on any
    * failed statement (Drizzle on postgres.js: `sql.begin`), which the adapter's README states.

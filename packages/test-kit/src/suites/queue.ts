@@ -108,6 +108,46 @@ export function queueSuite(ctx: SuiteContext): void {
       },
     );
 
+    it('timeoutMs and the signal cover the wait for a pooled connection: a pool of 1 busy in a callback', async () => {
+      const busy = ctx.name('pool-wait-busy');
+      const other = ctx.name('pool-wait-other');
+      const instance = await ctx.open({ max: 1 });
+      const held = await holdLock(instance, busy.name);
+      let ran = 0;
+      const late = async () => {
+        ran++;
+        return 'ran after its caller was answered';
+      };
+      try {
+        const started = performance.now();
+        const timedOut = await instance
+          .withLock(other.name, late, { timeoutMs: 300 })
+          .catch((e: unknown) => e);
+        const elapsed = performance.now() - started;
+        expect(LockNotAcquiredError.is(timedOut), String(timedOut)).toBe(true);
+        expect(elapsed).toBeGreaterThanOrEqual(290);
+        expect(elapsed).toBeLessThan(1_500);
+        if (noAbort === undefined) {
+          const controller = new AbortController();
+          setTimeout(() => controller.abort(), 200);
+          const abortedAt = performance.now();
+          const aborted = await instance
+            .withLock(other.name, late, { signal: controller.signal })
+            .catch((e: unknown) => e);
+          expect(LockAbortedError.is(aborted), String(aborted)).toBe(true);
+          expect((aborted as LockAbortedError).held).toBe(false);
+          expect(performance.now() - abortedAt).toBeLessThan(1_200);
+        }
+      } finally {
+        await held.release();
+      }
+      // The transactions opened too late rolled back at once: nothing holds the key, nothing ran, and
+      // the one connection serves the next call.
+      expect(await instance.withLock(other.name, async () => 'next')).toBe('next');
+      expect(ran).toBe(0);
+      expect(await ctx.backdoor.locksOn(other.key)).toEqual([]);
+    });
+
     it('shared callers go through together, also after an exclusive holder lets go', async () => {
       const { name, key } = ctx.name('queue-shared');
       const holder = await ctx.open();

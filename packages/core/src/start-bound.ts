@@ -1,0 +1,86 @@
+import { onAbort } from './abort-listeners.ts';
+
+/**
+ * The time before a pglock transaction's body runs (the pool's wait for a connection, the ORM's
+ * BEGIN) bounded by the caller's `timeoutMs` and `signal`. Neither is a lock wait, but the caller was
+ * promised an answer in time whatever the pool does: a pool that is exhausted, or one that never
+ * hands a connection out again (postgres.js's `reserve()` after a terminated backend,
+ * porsager/postgres#1195).
+ */
+export interface StartBound {
+  /**
+   * Called first thing in the body. False when the caller has already been answered: the body must
+   * end at once (throw), so the ORM rolls back the transaction it opened too late.
+   */
+  enter(): boolean;
+  /**
+   * `running`, or the rejection made by `late()` or `aborted()` when the deadline passes or the
+   * signal fires before the body was entered. A late outcome of `running` is observed and dropped.
+   */
+  wait<T>(running: Promise<T>): Promise<T>;
+}
+
+/**
+ * A {@link StartBound} for a call with a deadline (`performance.now()` time) or a signal;
+ * `undefined` for a call with neither (it waits as long as the pool does, as the ORM would).
+ *
+ * @example
+ * ```ts
+ * import { startBound } from '@pglock/core/adapter';
+ *
+ * const bound = startBound(performance.now() + 500, undefined, () => new Error('late'), () => new Error('aborted'));
+ * const value = await bound?.wait(
+ *   db.transaction(async (tx) => {
+ *     if (!bound.enter()) throw new Error('the caller has gone');
+ *     return 'work';
+ *   }),
+ * );
+ * ```
+ */
+export function startBound(
+  deadline: number | undefined,
+  signal: AbortSignal | undefined,
+  late: () => unknown,
+  aborted: () => unknown,
+): StartBound | undefined {
+  if (deadline === undefined && signal === undefined) return undefined;
+  let entered = false;
+  let gaveUp = false;
+  let timer: NodeJS.Timeout | undefined;
+  let unsubscribe: (() => void) | undefined;
+  const cleanup = () => {
+    clearTimeout(timer);
+    unsubscribe?.();
+  };
+  return {
+    enter() {
+      entered = true;
+      cleanup();
+      return !gaveUp;
+    },
+    wait<T>(running: Promise<T>): Promise<T> {
+      return new Promise<T>((resolve, reject) => {
+        const giveUp = (error: () => unknown) => {
+          if (entered || gaveUp) return;
+          gaveUp = true;
+          cleanup();
+          reject(error());
+        };
+        running.then(
+          (value) => {
+            cleanup();
+            if (!gaveUp) resolve(value);
+          },
+          (error: unknown) => {
+            cleanup();
+            if (!gaveUp) reject(error);
+          },
+        );
+        if (deadline !== undefined) {
+          timer = setTimeout(() => giveUp(late), Math.max(0, deadline - performance.now()));
+        }
+        if (signal !== undefined) unsubscribe = onAbort(signal, () => giveUp(aborted));
+      });
+    },
+  };
+}
