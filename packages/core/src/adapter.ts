@@ -7,17 +7,21 @@
 
 export { onAbort } from './abort-listeners.ts';
 export { backendAliveStatement, unlockAllStatement } from './backend-statements.ts';
-export { batchLockError, batchLockStatement } from './batch-lock.ts';
+export { batchLockError, batchLockRequest, batchLockStatement, sendBatchLock } from './batch-lock.ts';
 export {
   type AdvisoryLocks,
   type AdvisoryLocksOptions,
   createAdvisoryLocks,
   lockVerbs,
   type SessionAdvisoryLocks,
+  type VerbName,
+  type VerbNames,
 } from './create-advisory-locks.ts';
 export { LockTrace, startTrace, type Trace } from './diagnostics.ts';
 export { parseDuration } from './duration.ts';
+export { type FailureWatch, failureWatch } from './failure-watch.ts';
 export { inspectLocks, inspectLocksStatement, isLocked, lockTag, type QueryRunner } from './inspect-locks.ts';
+export { type LockFunctions, lockFunctions } from './lock-functions.ts';
 export { checkDuration, type LockRequest, lockRequest, MAX_DURATION_MS } from './lock-options.ts';
 export type {
   Cancellation,
@@ -36,6 +40,32 @@ export {
   timedLockStatement,
 } from './lock-statements.ts';
 export { describeKeys } from './messages.ts';
+export {
+  guardNodePostgresClient,
+  isNodePostgresPool,
+  type NodePostgresClient,
+  type NodePostgresControlPool,
+  type NodePostgresPool,
+  type NodePostgresPoolClient,
+  type NodePostgresStandaloneClient,
+  nodePostgresConnection,
+  nodePostgresControlPool,
+  nodePostgresTransaction,
+  nodePostgresTransactionOf,
+  type OpenedNodePostgresClient,
+  openNodePostgresClient,
+  pinNodePostgresClient,
+  queryNodePostgres,
+} from './node-postgres-client.ts';
+export { pinOwnConnection } from './own-connection.ts';
+export {
+  type OpenedPostgresJs,
+  openPostgresJs,
+  type PostgresJsQuery,
+  type PostgresJsSql,
+  postgresJsConnection,
+} from './postgres-js-connection.ts';
+export { refusedCommitError } from './refused-commit.ts';
 export { cell } from './row-cell.ts';
 export { within } from './run-cancellable.ts';
 export { type CancelKey, sendCancelRequest } from './send-cancel-request.ts';
@@ -46,5 +76,7 @@ export {
   beginText,
   type CheckedTransactionSettings,
   checkTransactionSettings,
+  prismaIsolationLevel,
   type TransactionSettingName,
 } from './transaction-settings.ts';
+export { commitStatement, rollbackStatement } from './transaction-statements.ts';

@@ -1,6 +1,11 @@
-import { LockDeadlockError, type LockNotAcquiredError, type LockQueryError } from './errors.ts';
+import {
+  InvalidLockOptionsError,
+  LockDeadlockError,
+  type LockNotAcquiredError,
+  type LockQueryError,
+} from './errors.ts';
 import type { LockKey } from './lock-key.ts';
-import type { LockRequest } from './lock-options.ts';
+import { type LockOptions, type LockRequest, type LockTarget, lockRequest } from './lock-options.ts';
 import { keysBySpace, timedLockStatement } from './lock-statements.ts';
 import { describeKeys, notAcquiredError, queryFailed } from './messages.ts';
 import { SqlState, sqlStateOf } from './sql-state.ts';
@@ -97,4 +102,63 @@ export function batchLockError(
     );
   }
   return queryFailed(request, verb, 'locking', error);
+}
+
+/**
+ * The request of a lock sent as one statement of a batch transaction: `options` over the factory's
+ * `defaults` (their transaction settings do not apply), waiting `defaultTimeoutMs` when neither sets
+ * `timeoutMs` (the batch's transaction has a timer: it never waits without limit). A `signal` is
+ * refused: pglock sends no statement of its own there to cancel with; `instead` names the verb
+ * that can honour one.
+ *
+ * @example
+ * ```ts
+ * import { batchLockRequest } from '@pglock/core/adapter';
+ *
+ * const request = batchLockRequest('account:1', { timeoutMs: 500 }, {}, 2_500, '$lock', '$withLock');
+ * ```
+ */
+export function batchLockRequest(
+  target: LockTarget,
+  options: LockOptions | undefined,
+  defaults: LockOptions & { readonly transaction?: unknown },
+  defaultTimeoutMs: number,
+  verb: string,
+  instead: string,
+): LockRequest {
+  const { transaction: _settings, ...lockDefaults } = defaults;
+  const timeoutMs = lockDefaults.timeoutMs ?? defaultTimeoutMs;
+  const request = lockRequest(target, options, { ...lockDefaults, timeoutMs }, verb);
+  if (request.signal !== undefined) {
+    throw new InvalidLockOptionsError(
+      `${verb}: signal cannot be honoured in a batch transaction (pglock sends no statement of its own there to cancel with); use timeoutMs, or ${instead}.`,
+    );
+  }
+  return request;
+}
+
+/**
+ * Sends the {@link batchLockStatement} of `request` with `send`, and resolves once it ran. Only the
+ * statement's own failure (one with a SQLSTATE) is the lock's, and becomes {@link batchLockError};
+ * any other (the batch transaction's) stays as it is.
+ *
+ * @example
+ * ```ts
+ * import { sendBatchLock } from '@pglock/core/adapter';
+ *
+ * await sendBatchLock(request, (s) => prisma.$queryRawUnsafe(s.text, ...s.values), '$lock');
+ * ```
+ */
+export function sendBatchLock(
+  request: LockRequest,
+  send: (statement: Statement) => PromiseLike<unknown>,
+  verb: string,
+): Promise<undefined> {
+  const statement = batchLockStatement(request.keys, request.shared, request.timeoutMs ?? 0);
+  return Promise.resolve(send(statement)).then(
+    () => undefined,
+    (error: unknown) => {
+      throw sqlStateOf(error) === undefined ? error : batchLockError(request, error, verb);
+    },
+  );
 }

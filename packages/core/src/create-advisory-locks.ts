@@ -111,9 +111,19 @@ export interface SessionAdvisoryLocks {
   leader(name: string, options: LeaderOptions): LeaderCampaign;
 }
 
+/** The name of a verb of {@link createAdvisoryLocks}. */
+export type VerbName = keyof (AdvisoryLocks<unknown> & SessionAdvisoryLocks);
+
+/**
+ * The names users call the verbs by, where an adapter's idiom renames them (Prisma's `$withLock`,
+ * Drizzle's `migrateWithLock` over `withSessionLock`): every message names the function called.
+ */
+export type VerbNames = Readonly<Partial<Record<VerbName, string>>>;
+
 /**
  * Builds every verb of an adapter from its {@link LockPort}, bound to `db` and `defaults`. Defaults
- * are validated here, so a factory with a bad default fails where it is made.
+ * are validated here, so a factory with a bad default fails where it is made. `names` renames verbs
+ * in messages.
  *
  * @example
  * ```ts
@@ -128,7 +138,9 @@ export function createAdvisoryLocks<Db, Tx, InTx = Tx, S extends TransactionSett
   port: LockPort<Db, Tx>,
   db: Db,
   defaults: AdvisoryLocksOptions<S> = {},
+  names: VerbNames = {},
 ): AdvisoryLocks<Tx, InTx, S> & SessionAdvisoryLocks {
+  const name = (verb: VerbName): string => names[verb] ?? verb;
   if (typeof defaults !== 'object' || defaults === null) {
     throw new InvalidLockOptionsError('advisoryLocks: defaults must be an object of options.');
   }
@@ -154,40 +166,49 @@ export function createAdvisoryLocks<Db, Tx, InTx = Tx, S extends TransactionSett
   const query = (s: Parameters<LockPort<Db, Tx>['query']>[1]) => port.query(db, s);
   return {
     withLock: (target, fn, options) =>
-      runLocked(scope, target, fn, options, false, 'withLock') as Promise<never>,
+      runLocked(scope, target, fn, options, false, name('withLock')) as Promise<never>,
     tryWithLock: (target, fn, options) =>
-      runLocked(scope, target, fn, options, true, 'tryWithLock') as Promise<never>,
+      runLocked(scope, target, fn, options, true, name('tryWithLock')) as Promise<never>,
     lock: async (tx, target, options) => {
-      await lockInTransaction(lockScope, tx, target, options, false, 'lock');
+      await lockInTransaction(lockScope, tx, target, options, false, name('lock'));
     },
-    tryLock: (tx, target, options) => lockInTransaction(lockScope, tx, target, options, true, 'tryLock'),
+    tryLock: (tx, target, options) =>
+      lockInTransaction(lockScope, tx, target, options, true, name('tryLock')),
     isLocked: (key, options) =>
       isLocked(query, lockKey(key, { namespace: options?.namespace ?? lockDefaults.namespace })),
     inspectLocks: () => inspectLocks(query),
     acquireSessionLock: (target, options) =>
-      takeSessionLock(sessionScope, target, options, false, 'acquireSessionLock') as Promise<SessionLock>,
+      takeSessionLock(
+        sessionScope,
+        target,
+        options,
+        false,
+        name('acquireSessionLock'),
+      ) as Promise<SessionLock>,
     tryAcquireSessionLock: (target, options) =>
-      takeSessionLock(sessionScope, target, options, true, 'tryAcquireSessionLock'),
+      takeSessionLock(sessionScope, target, options, true, name('tryAcquireSessionLock')),
     withSessionLock: async (target, fn, options) => {
       if (typeof fn !== 'function')
-        throw new InvalidLockOptionsError('withSessionLock: the callback must be a function.');
+        throw new InvalidLockOptionsError(`${name('withSessionLock')}: the callback must be a function.`);
       const handle = (await takeSessionLock(
         sessionScope,
         target,
         options,
         false,
-        'withSessionLock',
+        name('withSessionLock'),
       )) as SessionLock;
       return runWithSessionLock(handle, fn);
     },
-    runOnce: (name, options, fn) => runOnce(scope, name, options, fn),
-    leader: (name, options) => startLeader(sessionScope, name, options),
+    runOnce: (job, options, fn) => runOnce(scope, job, options, fn, name('runOnce')),
+    leader: (job, options) => startLeader(sessionScope, job, options, name('leader')),
   };
 }
 
 /**
  * The same verbs as plain functions taking the database first (`withLock(db, …)`), for an adapter's
- * one-line exports. A database's default factory is made once and kept with it.
+ * one-line exports. A database's factory is made once and kept with it; `defaults` (validated here,
+ * at once) and `names` are every such factory's, for an adapter whose idiom binds them elsewhere
+ * (Prisma's extension binds them when it is made, not per client).
  *
  * @example
  * ```ts
@@ -199,15 +220,19 @@ export function createAdvisoryLocks<Db, Tx, InTx = Tx, S extends TransactionSett
  */
 export function lockVerbs<Db, Tx, InTx = Tx, S extends TransactionSettings = TransactionSettings>(
   port: LockPort<Db, Tx>,
+  defaults?: AdvisoryLocksOptions<S>,
+  names?: VerbNames,
 ): (db: Db) => AdvisoryLocks<Tx, InTx, S> & SessionAdvisoryLocks {
+  // Bad defaults fail here, where the verbs are made, with a representative handle.
+  if (defaults !== undefined) createAdvisoryLocks(port, {} as Db, defaults);
   const made = new WeakMap<object, AdvisoryLocks<Tx, InTx, S> & SessionAdvisoryLocks>();
   return (db) => {
     if (db === null || (typeof db !== 'object' && typeof db !== 'function')) {
-      return createAdvisoryLocks<Db, Tx, InTx, S>(port, db);
+      return createAdvisoryLocks<Db, Tx, InTx, S>(port, db, defaults, names);
     }
     let locks = made.get(db as object);
     if (locks === undefined) {
-      locks = createAdvisoryLocks<Db, Tx, InTx, S>(port, db);
+      locks = createAdvisoryLocks<Db, Tx, InTx, S>(port, db, defaults, names);
       made.set(db as object, locks);
     }
     return locks;

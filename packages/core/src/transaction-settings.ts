@@ -120,6 +120,23 @@ export function checkTransactionSettings(
   return Object.freeze({ isolationLevel: level, accessMode, deferrable, timeout, maxWait });
 }
 
+/**
+ * Prisma's name of a checked isolation level (`'read committed'` → `'ReadCommitted'`), for an ORM
+ * that takes those names.
+ *
+ * @example
+ * ```ts
+ * import { prismaIsolationLevel } from '@pglock/core/adapter';
+ *
+ * prismaIsolationLevel('repeatable read'); // 'RepeatableRead'
+ * ```
+ */
+export function prismaIsolationLevel(level: IsolationLevel): PrismaIsolationLevel {
+  return Object.keys(ISOLATION).find(
+    (name) => name !== level && ISOLATION[name] === level,
+  ) as PrismaIsolationLevel;
+}
+
 const beginTexts = new Map<string, string>();
 
 /**

@@ -1,6 +1,6 @@
 import type * as core from '@pglock/core';
-import { createAdvisoryLocks, lockVerbs } from '@pglock/core/adapter';
-import { drizzleHandle, drizzlePort, resolve, transactionRoots } from './drizzle-port.ts';
+import { createAdvisoryLocks, type LockPort, lockFunctions } from '@pglock/core/adapter';
+import { drizzleHandle, drizzlePort } from './drizzle-port.ts';
 import type {
   DrizzleDatabaseLike as Db,
   DrizzleRootDatabase as Root,
@@ -34,20 +34,12 @@ export type DrizzleWithLockOptions = core.WithLockOptions<Settings>;
  */
 export type DrizzleAdvisoryLocks<T> = core.AdvisoryLocks<T, Tx, Settings> & core.SessionAdvisoryLocks;
 
-type Verbs = DrizzleAdvisoryLocks<never>;
 type Body<D extends Db, T> = (tx: TxOf<D>) => Promise<T>;
-type Guarded<T> = (signal: AbortSignal) => Promise<T>;
 type Options = DrizzleWithLockOptions;
 type Target = core.LockTarget;
-type SessionOptions = core.SessionLockOptions;
 type Job<D extends Db, T> = (tx: TxOf<D>, run: core.RunOnceContext) => Promise<T>;
-const verbs = lockVerbs(drizzlePort) as (db: unknown) => Verbs;
-
-// A transaction object is new per transaction: lock(tx) uses its driver's verbs, made once.
-function onTx(tx: unknown): Verbs {
-  const driver = resolve(tx)?.driver;
-  return verbs(driver === undefined ? tx : transactionRoots.get(driver));
-}
+// Callbacks are typed by the database's own `TxOf` above; core only passes them on.
+const functions = lockFunctions<Db, never, Tx, Settings, Root>(drizzlePort as LockPort<Db, never>);
 
 /**
  * Binds every verb to a Drizzle PostgreSQL database (node-postgres Pool or Client, postgres.js,
@@ -93,7 +85,7 @@ export function advisoryLocks<D extends Db>(db: D, defaults?: core.AdvisoryLocks
  * ```
  */
 export const withLock = <D extends Db, T>(db: D, target: Target, fn: Body<D, T>, options?: Options) =>
-  verbs(db).withLock(target, fn, options);
+  functions.withLock(db, target, fn, options);
 
 /**
  * Like {@link withLock}, but resolves `{ acquired: false }` (the transaction rolled back, `fn` not
@@ -108,7 +100,7 @@ export const withLock = <D extends Db, T>(db: D, target: Target, fn: Body<D, T>,
  * ```
  */
 export const tryWithLock = <D extends Db, T>(db: D, target: Target, fn: Body<D, T>, options?: Options) =>
-  verbs(db).tryWithLock(target, fn, options);
+  functions.tryWithLock(db, target, fn, options);
 
 /**
  * Takes a transaction-scoped lock inside your own `db.transaction`; held until it ends. Only a `tx`
@@ -125,8 +117,7 @@ export const tryWithLock = <D extends Db, T>(db: D, target: Target, fn: Body<D, 
  * });
  * ```
  */
-export const lock = (tx: Tx, target: Target, options?: core.LockOptions): Promise<void> =>
-  onTx(tx).lock(tx, target, options);
+export const lock = functions.lock;
 
 /**
  * Tries a transaction-scoped lock inside your own `db.transaction`: `true` when held until it ends,
@@ -142,8 +133,7 @@ export const lock = (tx: Tx, target: Target, options?: core.LockOptions): Promis
  * });
  * ```
  */
-export const tryLock = (tx: Tx, target: Target, options?: core.LockOptions): Promise<boolean> =>
-  onTx(tx).tryLock(tx, target, options);
+export const tryLock = functions.tryLock;
 
 /**
  * True when any session holds `key`: a snapshot, for dashboards and tests (to take a lock only when
@@ -156,8 +146,7 @@ export const tryLock = (tx: Tx, target: Target, options?: core.LockOptions): Pro
  * console.log(await isLocked(db, 'job:nightly-report'));
  * ```
  */
-export const isLocked = (db: Db, key: core.LockKeyInput, options?: Pick<core.LockOptions, 'namespace'>) =>
-  verbs(db).isLocked(key, options);
+export const isLocked = functions.isLocked;
 
 /**
  * Every advisory lock in the current database with its holders and waiters. Takes a database or a
@@ -170,7 +159,7 @@ export const isLocked = (db: Db, key: core.LockKeyInput, options?: Pick<core.Loc
  * console.table(await inspectLocks(db));
  * ```
  */
-export const inspectLocks = (db: Db) => verbs(db).inspectLocks();
+export const inspectLocks = functions.inspectLocks;
 
 /**
  * Takes a session lock on a connection of its own and keeps it until `release()` (or the
@@ -186,8 +175,7 @@ export const inspectLocks = (db: Db) => verbs(db).inspectLocks();
  * while (!leader.signal.aborted) await runSchedulerTick();
  * ```
  */
-export const acquireSessionLock = (db: Root, target: Target, options?: SessionOptions) =>
-  verbs(db).acquireSessionLock(target, options);
+export const acquireSessionLock = functions.acquireSessionLock;
 
 /**
  * Like {@link acquireSessionLock}, but resolves `undefined` when the lock is taken elsewhere. Tries
@@ -201,8 +189,7 @@ export const acquireSessionLock = (db: Root, target: Target, options?: SessionOp
  * if (leader) startScheduling(leader.signal);
  * ```
  */
-export const tryAcquireSessionLock = (db: Root, target: Target, options?: SessionOptions) =>
-  verbs(db).tryAcquireSessionLock(target, options);
+export const tryAcquireSessionLock = functions.tryAcquireSessionLock;
 
 /**
  * Runs `fn(signal)` while holding a session lock and releases it after; `signal` aborts with
@@ -220,8 +207,7 @@ export const tryAcquireSessionLock = (db: Root, target: Target, options?: Sessio
  * });
  * ```
  */
-export const withSessionLock = <T>(db: Root, target: Target, fn: Guarded<T>, options?: SessionOptions) =>
-  verbs(db).withSessionLock(target, fn, options);
+export const withSessionLock = functions.withSessionLock;
 
 /**
  * Runs `fn` at most once per period across every process, in `db.transaction` that tries the name's
@@ -243,7 +229,7 @@ export const runOnce = <D extends Db, T>(
   name: string,
   options: core.RunOnceOptions<Settings>,
   fn: Job<D, T>,
-) => verbs(db).runOnce(name, options, fn);
+) => functions.runOnce(db, name, options, fn);
 
 /**
  * Campaigns for leadership of `name` on a session lock of its own until `stop()`. Once elected,
@@ -263,5 +249,4 @@ export const runOnce = <D extends Db, T>(
  * process.once('SIGTERM', () => void campaign.stop());
  * ```
  */
-export const leader = (db: Root, name: string, options: core.LeaderOptions) =>
-  verbs(db).leader(name, options);
+export const leader = functions.leader;

@@ -1,36 +1,30 @@
-import { LockUsageError, TransactionRolledBackError } from '@pglock/core';
-import type { LockPort, PinnedConnection, PortConnection, Row, Statement } from '@pglock/core/adapter';
-import { SqlState, sendCancelRequest, sqlStateOf } from '@pglock/core/adapter';
+import { LockUsageError } from '@pglock/core';
+import type * as port from '@pglock/core/adapter';
+import {
+  guardNodePostgresClient,
+  nodePostgresConnection,
+  openNodePostgresClient,
+  openPostgresJs,
+  pinNodePostgresClient,
+  pinOwnConnection,
+  postgresJsConnection,
+  queryNodePostgres,
+  refusedCommitError,
+} from '@pglock/core/adapter';
 import type { DrizzleDatabaseLike } from './drizzle-types.ts';
 
 /** Drizzle's session class of each driver pglock runs its statements on directly, below Drizzle. */
 export type Driver = 'NodePgSession' | 'PostgresJsSession' | 'PgliteSession';
-type Query = Promise<Row[]> & {
-  readonly state?: { readonly pid?: number };
-  readonly active?: boolean;
-  readonly canceller?: (query: Query) => Promise<void>;
-};
 type Listener = (error?: Error) => void;
 
 /**
  * The members called here of a driver client: `pg.Pool`, `pg.Client`, `pg.PoolClient`, PGlite (or
- * its transaction), a postgres.js `sql` (or its `begin` scope), typed by those members alone.
+ * its transaction), a postgres.js `sql` (or its `begin` scope), typed by those members alone (core's
+ * slices of node-postgres and postgres.js, and what opens a connection of its own).
  */
-interface Client {
-  query(text: string, values: readonly string[]): Promise<{ rows: Row[] }>;
-  unsafe(text: string, values: readonly string[]): Query;
-  on(event: 'error' | 'end', listener: Listener): unknown;
-  removeListener(event: 'error' | 'end', listener: Listener): unknown;
-  getTransactionStatus?(): string | null;
-  connect(): Promise<Client & { release(destroy?: Error | boolean): void }>;
-  end(options?: object): Promise<void>;
-  readonly processID?: number | null;
-  readonly readyForQuery?: boolean;
-  readonly totalCount?: number;
-  readonly options: object;
-  readonly connectionParameters?: object;
-  readonly Client?: new (config?: object) => Client;
-}
+type Client = port.NodePostgresPool &
+  port.NodePostgresStandaloneClient &
+  port.PostgresJsSql & { readonly options: object };
 
 /** The driver client behind a Drizzle database or transaction, and whether it is a transaction. */
 export type DrizzleHandle = { readonly driver: Driver; readonly client: Client; readonly tx: boolean };
@@ -83,59 +77,23 @@ export function drizzleHandle(handle: unknown, verb: string): DrizzleHandle {
 }
 
 /** The rows `execute` would give, read below it: pg's and PGlite's `{ rows }`, postgres.js's array. */
-function run({ driver, client }: Via, s: Statement): Promise<readonly Row[]> {
-  if (driver === 'PostgresJsSession') return client.unsafe(s.text, s.values);
-  return client.query(s.text, s.values).then((result) => result.rows);
+function run({ driver, client }: Via, s: port.Statement): Promise<readonly port.Row[]> {
+  return driver === 'PostgresJsSession' ? client.unsafe(s.text, s.values) : queryNodePostgres(client, s);
 }
 
-/**
- * A postgres.js connection: a wait is cancelled with its query's canceller (a CancelRequest on a
- * socket of its own); once the connection itself failed nothing more is written to it (postgres.js
- * would throw from a timer, porsager/postgres#1208). `processID` is its cancel key's.
- */
-function postgresJsConnection(sql: Client): PortConnection & { readonly processID: number | undefined } {
-  let running: Query | undefined;
-  let broken: unknown;
-  return {
-    async query(s) {
-      if (broken !== undefined) throw broken;
-      running = sql.unsafe(s.text, s.values);
-      return running.catch((error: unknown) => {
-        if (sqlStateOf(error) === undefined) broken = error;
-        throw error;
-      });
-    },
-    // The query's own canceller, awaited so that a late CancelRequest cannot reach a later statement
-    // (its `cancel()` runs it once and drops the promise); on a settled query it would never settle.
-    cancel: async () => (running?.active ? running.canceller?.(running) : undefined),
-    reportsFailedCommit: true,
-    get processID() {
-      return running?.state?.pid;
-    },
-  };
-}
+// PGlite's connections, one per client as core's are: one process, no cancel, and PGlite itself
+// rejects the COMMIT of a failed transaction.
+const pgliteConnections = new WeakMap<object, port.PortConnection>();
 
-const STATUS = { I: 'idle', T: 'transaction', E: 'failed' } as const;
-const connections = new WeakMap<object, PortConnection>();
-
-/** The connection of a driver client, made once per client (a pooled pg client serves many transactions). */
-function connectionOf(via: Via): PortConnection {
+/** The connection of a driver client: core's of node-postgres and postgres.js, or PGlite's. */
+function connectionOf(via: Via): port.PortConnection {
   const { driver, client } = via;
-  let connection = connections.get(client);
+  if (driver === 'NodePgSession') return nodePostgresConnection(client);
+  if (driver === 'PostgresJsSession') return postgresJsConnection(client);
+  let connection = pgliteConnections.get(client);
   if (connection === undefined) {
-    const query = (s: Statement) => run(via, s);
-    // Read only once the server's ReadyForQuery is in: a failed query rejects before it arrives.
-    const status = () =>
-      client.readyForQuery === false
-        ? undefined
-        : STATUS[client.getTransactionStatus?.() as keyof typeof STATUS];
-    connection =
-      driver === 'PostgresJsSession'
-        ? postgresJsConnection(client)
-        : driver === 'PgliteSession'
-          ? { query, reportsFailedCommit: true }
-          : { query, transactionStatus: status, cancel: () => sendCancelRequest(client) };
-    connections.set(client, connection);
+    connection = { query: (s) => run(via, s), reportsFailedCommit: true };
+    pgliteConnections.set(client, connection);
   }
   return connection;
 }
@@ -149,32 +107,12 @@ export async function ownClient(db: unknown, verb: string, onClose: Listener = (
   const { driver, client, tx } = drizzleHandle(db, verb);
   if (tx || driver === 'PgliteSession')
     throw new LockUsageError(`${verb}: needs a second connection of ${driver}.`);
-  let own: Client;
-  if (driver === 'PostgresJsSession') {
-    type Factory = (options: object) => Client;
-    const module = (await import('postgres')) as unknown as Factory & { default?: Factory };
-    const options = { ...client.options, max: 1, idle_timeout: null, max_lifetime: null, fetch_types: false };
-    own = (module.default ?? module)({ ...options, no_subscribe: true, onclose: () => onClose() });
-  } else {
-    own = client.Client
-      ? new client.Client(client.options)
-      : new (client.constructor as new (config?: object) => Client)(client.connectionParameters);
-    own.on('error', onClose);
-    own.on('end', onClose);
-    await own.connect();
+  if (driver === 'NodePgSession') {
+    const own = await openNodePostgresClient(client, onClose);
+    return { via: { driver, client: own.client } as Via, end: own.end };
   }
-  // postgres.js ends at once with a `timeout` of 0 s; pg's `end()` takes no options.
-  const end = () => (driver === 'NodePgSession' ? own.end() : own.end({ timeout: 0 })).catch(() => undefined);
-  return { via: { driver, client: own } as Via, end };
-}
-
-// The body resolved, yet the driver would not commit: postgres.js's `begin` rethrows a failed
-// statement instead of sending COMMIT; PGlite answers a COMMIT that PostgreSQL turned into ROLLBACK
-// with 25P02. (node-postgres reports a failed transaction in its status, which core reads.)
-function refusedCommit(driver: Driver, error: unknown): boolean {
-  const state = sqlStateOf(error);
-  const ofCommit = /^commit$/i.test(String((error as { query?: unknown }).query));
-  return state === SqlState.inFailedTransaction || (driver === 'PostgresJsSession' && !!state && !ofCommit);
+  const own = openPostgresJs(await import('postgres'), client, onClose);
+  return { via: { driver, client: own.sql } as Via, end: own.end };
 }
 
 /**
@@ -183,7 +121,7 @@ function refusedCommit(driver: Driver, error: unknown): boolean {
  * lock pins a client checked out of a `pg.Pool`, else a connection of its own (a reserved postgres.js
  * connection can be neither destroyed alone nor handed back once dead, porsager/postgres#1199).
  */
-export const drizzlePort: LockPort<DrizzleDatabaseLike, unknown> = {
+export const drizzlePort: port.LockPort<DrizzleDatabaseLike, unknown> = {
   name: '@pglock/drizzle',
   transactionSettings: ['isolationLevel', 'accessMode', 'deferrable'],
   connectionOf(handle) {
@@ -195,16 +133,11 @@ export const drizzlePort: LockPort<DrizzleDatabaseLike, unknown> = {
     const given = settings.isolationLevel ?? settings.accessMode ?? settings.deferrable;
     // pg-pool takes its 'error' listener off a checked-out client (drizzle-orm 1.0 adds its own): a
     // backend that dies while the callback runs no statement must not be an unhandled 'error' event.
-    let pg: Client | undefined;
-    let lost = false;
-    const onError = () => {
-      lost = true;
-    };
+    let unguard: (() => void) | undefined;
     let resolved = false;
     const inTransaction = async (tx: unknown) => {
       const inner = drizzleHandle(tx, 'withLock');
-      if (driver === 'NodePgSession') pg = inner.client;
-      pg?.on('error', onError);
+      if (driver === 'NodePgSession') unguard = guardNodePostgresClient(inner.client);
       const result = await body(tx, connectionOf(inner));
       resolved = true;
       return result;
@@ -215,55 +148,28 @@ export const drizzlePort: LockPort<DrizzleDatabaseLike, unknown> = {
         (given === undefined ? undefined : settings) as never,
       );
     } catch (error) {
-      if (!resolved || !refusedCommit(driver, error)) throw error;
-      throw new TransactionRolledBackError(
-        'withLock: the callback resolved, but a statement in its transaction had failed, so the transaction was rolled back and nothing it wrote was saved. Let the statement’s error leave the callback, or wrap the statement that may fail in a nested withLock (a savepoint).',
-        { cause: error },
-      );
+      // The body resolved, yet the driver would not commit: postgres.js's `begin` rethrows instead.
+      throw (resolved && refusedCommitError(error, driver === 'PostgresJsSession', 'withLock')) || error;
     } finally {
-      if (!lost) pg?.removeListener('error', onError);
+      unguard?.();
     }
   },
   query(db, s) {
     const found = drizzleHandle(db, 'isLocked');
     return found.tx ? connectionOf(found).query(s) : run(found, s);
   },
-  cancellation: (db) =>
-    (rootDrivers.get(db) ?? resolve(db)?.driver) === 'PgliteSession' ? 'none' : 'connection',
+  cancellation: (db) => (resolve(db)?.driver === 'PgliteSession' ? 'none' : 'connection'),
   async controlConnection(db) {
     const own = await ownClient(db, 'acquireSessionLock');
-    return { query: (s: Statement) => run(own.via, s), release: own.end };
+    return { query: (s) => run(own.via, s), release: own.end };
   },
-  async pin(db, onDeath): Promise<PinnedConnection> {
-    const { driver, client } = drizzleHandle(db, 'acquireSessionLock');
-    const died = (error?: Error): void => onDeath(error ?? new Error('the connection ended'));
+  async pin(db, onDeath): Promise<port.PinnedConnection> {
+    const { client } = drizzleHandle(db, 'acquireSessionLock');
     if (typeof client.totalCount !== 'number') {
+      const died = (error?: Error): void => onDeath(error ?? new Error('the connection ended'));
       const own = await ownClient(db, 'acquireSessionLock', died);
-      const connection: PortConnection & { processID?: number } = connectionOf(own.via);
-      return {
-        ...connection,
-        heartbeatOn: 'pinned',
-        release: own.end,
-        // Read when core needs it: postgres.js learns its cancel key with the first statement.
-        get processID() {
-          return connection.processID ?? own.via.client.processID ?? undefined;
-        },
-      };
+      return pinOwnConnection(connectionOf(own.via), own.end, () => own.via.client.processID);
     }
-    const checkedOut = await client.connect();
-    checkedOut.on('error', died);
-    checkedOut.on('end', died);
-    const release = (state: 'clean' | 'unknown' | 'dead', cause?: Error): void => {
-      checkedOut.removeListener('end', died);
-      // Handed back only when clean; else destroyed, its 'error' listener kept for the teardown.
-      if (state === 'clean') checkedOut.removeListener('error', died);
-      checkedOut.release(state === 'clean' ? undefined : (cause ?? true));
-    };
-    const processID = checkedOut.processID ?? undefined;
-    return { ...connectionOf({ driver, client: checkedOut }), processID, heartbeatOn: 'pinned', release };
+    return pinNodePostgresClient(client, onDeath);
   },
 };
-
-/** One stand-in per driver for "a transaction of this driver": `lock(tx)` binds its verbs once, not per tx. */
-export const transactionRoots = new Map(DRIVERS.map((driver) => [driver, { driver }]));
-const rootDrivers = new Map<unknown, Driver>(DRIVERS.map((driver) => [transactionRoots.get(driver), driver]));

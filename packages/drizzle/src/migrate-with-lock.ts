@@ -1,6 +1,6 @@
 import { type BigintLockKey, InvalidLockOptionsError, LockUsageError, lockKey } from '@pglock/core';
-import { withSessionLock } from './advisory-locks.ts';
-import { drizzleHandle, ownClient } from './drizzle-port.ts';
+import { lockVerbs } from '@pglock/core/adapter';
+import { drizzleHandle, drizzlePort, ownClient } from './drizzle-port.ts';
 import type { DrizzleRootDatabase } from './drizzle-types.ts';
 
 /** The name of the migration lock: with {@link MIGRATION_LOCK_NAMESPACE}, it gives {@link MIGRATION_LOCK_KEY}. */
@@ -48,6 +48,8 @@ export interface MigrateWithLockConfig {
 
 type Migrate = (db: unknown, config: object) => Promise<unknown>;
 type Migrator = [{ drizzle: (config: { client: object }) => unknown }, { migrate: Migrate }];
+// The migration lock's verbs: every message names migrateWithLock, the function the user called.
+const verbs = lockVerbs(drizzlePort, undefined, { withSessionLock: 'migrateWithLock' });
 
 /**
  * Runs Drizzle's migrator under a session advisory lock ({@link MIGRATION_LOCK_KEY}), so that
@@ -90,5 +92,5 @@ export async function migrateWithLock(db: DrizzleRootDatabase, config: MigrateWi
     const own = await ownClient(db, 'migrateWithLock');
     await migrate(drizzle({ client: own.via.client }), migration).finally(own.end);
   };
-  await withSessionLock(db, MIGRATION_LOCK_KEY, run, { timeoutMs, signal });
+  await verbs(db).withSessionLock(MIGRATION_LOCK_KEY, run, { timeoutMs, signal });
 }

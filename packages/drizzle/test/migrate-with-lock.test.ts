@@ -157,6 +157,8 @@ describe('migrateWithLock', () => {
         timeoutMs: 300,
       }).catch((e: unknown) => e);
       expect(LockNotAcquiredError.is(error)).toBe(true);
+      // The message names the function called, not the core verb it runs on.
+      expect((error as Error).message).toMatch(/^migrateWithLock: the lock .* was not granted within 300 ms/);
       expect(performance.now() - started).toBeGreaterThanOrEqual(290);
       expect((await applied(schema).catch(() => ({ runs: [] }))).runs).toEqual([]);
       await holder.query('SELECT pg_advisory_unlock_all()');

@@ -1,5 +1,5 @@
 import type * as core from '@pglock/core';
-import { createAdvisoryLocks, lockVerbs } from '@pglock/core/adapter';
+import { createAdvisoryLocks, lockFunctions } from '@pglock/core/adapter';
 import { pgPort } from './pg-port.ts';
 import type { ClientOf, PgClientLike, PgPoolLike, PgQueryable, PgTransactionClient } from './pg-types.ts';
 
@@ -24,7 +24,7 @@ export type PgRunOnceOptions = core.RunOnceOptions<Settings>;
 export type PgAdvisoryLocks<C extends PgClientLike = PgClientLike> = core.AdvisoryLocks<C, Tx, Settings> &
   core.SessionAdvisoryLocks;
 
-const verbs = lockVerbs<PgQueryable, PgClientLike, Tx, Settings>(pgPort);
+const functions = lockFunctions<PgQueryable, PgClientLike, Tx, Settings, Pool>(pgPort);
 
 /**
  * Binds every verb to a `pg.Pool` (or one `pg.Client`) and default options. Per-call options
@@ -70,7 +70,7 @@ export function withLock<D extends PgQueryable, T>(
   fn: (client: ClientOf<D>) => Promise<T>,
   options?: PgWithLockOptions,
 ): Promise<T> {
-  return verbs(db).withLock(target, fn as (client: PgClientLike) => Promise<T>, options);
+  return functions.withLock(db, target, fn as (client: PgClientLike) => Promise<T>, options);
 }
 
 /**
@@ -91,7 +91,7 @@ export function tryWithLock<D extends PgQueryable, T>(
   fn: (client: ClientOf<D>) => Promise<T>,
   options?: PgWithLockOptions,
 ): Promise<core.TryResult<T>> {
-  return verbs(db).tryWithLock(target, fn as (client: PgClientLike) => Promise<T>, options);
+  return functions.tryWithLock(db, target, fn as (client: PgClientLike) => Promise<T>, options);
 }
 
 /**
@@ -110,7 +110,7 @@ export function tryWithLock<D extends PgQueryable, T>(
  * ```
  */
 export function lock(client: Tx, target: Target, options?: Options): Promise<void> {
-  return verbs(client).lock(client, target, options);
+  return functions.lock(client, target, options);
 }
 
 /**
@@ -125,7 +125,7 @@ export function lock(client: Tx, target: Target, options?: Options): Promise<voi
  * ```
  */
 export function tryLock(client: Tx, target: Target, options?: Options): Promise<boolean> {
-  return verbs(client).tryLock(client, target, options);
+  return functions.tryLock(client, target, options);
 }
 
 /**
@@ -143,7 +143,7 @@ export function isLocked(
   key: core.LockKeyInput,
   options?: Pick<Options, 'namespace'>,
 ): Promise<boolean> {
-  return verbs(db).isLocked(key, options);
+  return functions.isLocked(db, key, options);
 }
 
 /**
@@ -157,7 +157,7 @@ export function isLocked(
  * ```
  */
 export function inspectLocks(db: PgQueryable): Promise<core.AdvisoryLockInfo[]> {
-  return verbs(db).inspectLocks();
+  return functions.inspectLocks(db);
 }
 
 /**
@@ -178,7 +178,7 @@ export function acquireSessionLock(
   target: Target,
   options?: SessionOptions,
 ): Promise<core.SessionLock> {
-  return verbs(pool).acquireSessionLock(target, options);
+  return functions.acquireSessionLock(pool, target, options);
 }
 
 /**
@@ -198,7 +198,7 @@ export function tryAcquireSessionLock(
   target: Target,
   options?: SessionOptions,
 ): Promise<core.SessionLock | undefined> {
-  return verbs(pool).tryAcquireSessionLock(target, options);
+  return functions.tryAcquireSessionLock(pool, target, options);
 }
 
 /**
@@ -223,7 +223,7 @@ export function withSessionLock<T>(
   fn: (signal: AbortSignal) => Promise<T>,
   options?: SessionOptions,
 ): Promise<T> {
-  return verbs(pool).withSessionLock(target, fn, options);
+  return functions.withSessionLock(pool, target, fn, options);
 }
 
 /**
@@ -250,7 +250,7 @@ export function runOnce<D extends PgQueryable, T>(
   options: PgRunOnceOptions,
   fn: (client: ClientOf<D>, run: Context) => Promise<T>,
 ): Promise<core.RunOnceResult<T>> {
-  return verbs(db).runOnce(name, options, fn as (client: PgClientLike, run: Context) => Promise<T>);
+  return functions.runOnce(db, name, options, fn as (client: PgClientLike, run: Context) => Promise<T>);
 }
 
 /**
@@ -272,5 +272,5 @@ export function runOnce<D extends PgQueryable, T>(
  * ```
  */
 export function leader(pool: Pool, name: string, options: core.LeaderOptions): core.LeaderCampaign {
-  return verbs(pool).leader(name, options);
+  return functions.leader(pool, name, options);
 }

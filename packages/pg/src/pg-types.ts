@@ -1,31 +1,21 @@
-/**
- * The slice of node-postgres that this adapter calls, typed by those members alone (as Kysely's
- * `PostgresPool` does) so that apps on other pg 8.x minors, or pg-compatible pools, still compile.
- */
+import type {
+  NodePostgresClient,
+  NodePostgresPool,
+  NodePostgresPoolClient,
+  NodePostgresStandaloneClient,
+} from '@pglock/core/adapter';
+
+// The slice of node-postgres that this adapter calls is core's (shared with Drizzle's node-postgres
+// driver and Prisma's adapter-pg), typed by those members alone (as Kysely's `PostgresPool` is) so
+// that apps on other pg 8.x minors, or pg-compatible pools, still compile.
+
+/** What a statement resolves to, by the one member pglock reads. */
 export interface PgQueryResultLike {
   readonly rows: readonly Record<string, unknown>[];
 }
 
 /** A connected client: `pg.Client`, or a `pg.PoolClient` checked out of a pool. */
-export interface PgClientLike {
-  query(text: string, values?: unknown[]): Promise<PgQueryResultLike>;
-  on(event: 'error', listener: (error: Error) => void): this;
-  on(event: 'end', listener: () => void): this;
-  removeListener(event: 'error', listener: (error: Error) => void): unknown;
-  removeListener(event: 'end', listener: () => void): unknown;
-  /** Used for protocol-level cancellation of a wait (node-postgres sets them after connecting). */
-  readonly processID?: number | null;
-  readonly secretKey?: number | null;
-  readonly host?: string;
-  readonly port?: number;
-  /**
-   * node-postgres's transaction status from the last ReadyForQuery: `'I'` idle, `'T'` in a
-   * transaction, `'E'` in a failed one (pg 8.16+). Tells whether a client is inside your transaction.
-   */
-  getTransactionStatus?(): string | null;
-  /** False while a statement's ReadyForQuery (which carries that status) has not arrived yet. */
-  readonly readyForQuery?: boolean;
-}
+export type PgClientLike = NodePostgresClient;
 
 /**
  * A client that runs inside a transaction: what `lock`/`tryLock` take. A `pg.Pool` does not fit (its
@@ -34,38 +24,16 @@ export interface PgClientLike {
 export type PgTransactionClient = PgClientLike & { readonly totalCount?: never };
 
 /** A client checked out of a pool; `release(error)` destroys it instead of returning it. */
-export interface PgPoolClientLike extends PgClientLike {
-  release(destroy?: Error | boolean): void;
-}
+export type PgPoolClientLike = NodePostgresPoolClient;
 
 /** A `pg.Pool`. */
-export interface PgPoolLike {
-  connect(): Promise<PgPoolClientLike>;
-  query(text: string, values?: unknown[]): Promise<PgQueryResultLike>;
-  readonly totalCount: number;
-  /** The pool's settings; a control connection (cancel, pooler check) is opened with them, outside the pool. */
-  readonly options?: object;
-  /** The client class the pool creates (pg-pool keeps it), used for that control connection. */
-  readonly Client?: new (
-    config?: object,
-  ) => PgStandaloneClient;
-}
+export type PgPoolLike = NodePostgresPool;
 
 /** A client of one's own: connected and ended by pglock (the control connection). */
-export interface PgStandaloneClient extends PgClientLike {
-  connect(): Promise<unknown>;
-  end(): Promise<void>;
-}
+export type PgStandaloneClient = NodePostgresStandaloneClient;
 
 /** What the transaction-scoped functions accept: a pool (a client is checked out per call) or one client. */
 export type PgQueryable = PgPoolLike | PgClientLike;
-
-/** True for a pool; a client has no `totalCount`. */
-export function isPool(db: PgQueryable): db is PgPoolLike {
-  return (
-    typeof (db as PgPoolLike).totalCount === 'number' && typeof (db as PgPoolLike).connect === 'function'
-  );
-}
 
 // Return types of a function with up to two overloads (pg.Pool's connect has a promise form and a callback form).
 type Returns<F> = F extends { (...args: infer _A): infer R1; (...args: infer _B): infer R2 }

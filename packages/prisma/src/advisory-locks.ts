@@ -1,9 +1,9 @@
 import type * as core from '@pglock/core';
-import { createAdvisoryLocks, lockRequest, lockVerbs } from '@pglock/core/adapter';
+import { lockFunctions, lockVerbs } from '@pglock/core/adapter';
 import { Prisma } from '@prisma/client/extension';
 import type { PrismaPromise } from '@prisma/client/runtime/client';
 import { batchLock } from './batch-lock.ts';
-import { IN_TRANSACTION_WAIT_MS, prismaPort, watchedPrismaPort, watchOperation } from './prisma-port.ts';
+import { prismaPort, watchedPrismaPort, watchOperation } from './prisma-port.ts';
 import type {
   PrismaBatchLockOptions,
   PrismaClientLike,
@@ -15,16 +15,18 @@ import type {
   TxOf,
 } from './prisma-types.ts';
 
-type Locks = core.AdvisoryLocks<unknown, PrismaTransactionLike, PrismaTransactionSettings>;
 type Callback<C, R> = (tx: TxOf<C>) => Promise<R>;
 type Untyped<R> = (tx: unknown) => Promise<R>;
 type Options = PrismaWithLockOptions;
-type Namespace = Pick<core.LockOptions, 'namespace'>;
-type RunOnceOptions = core.RunOnceOptions<PrismaTransactionSettings>;
+type RunOnceOptions = core.RunOnceOptions<Settings>;
 type Job<C, R> = (tx: TxOf<C>, run: core.RunOnceContext) => Promise<R>;
+type UntypedJob<R> = (tx: unknown, run: core.RunOnceContext) => Promise<R>;
 
 type Db = PrismaRawQueryable;
-const verbs = lockVerbs<Db, unknown, PrismaTransactionLike, PrismaTransactionSettings>(prismaPort);
+type Settings = PrismaTransactionSettings;
+const functions = lockFunctions<Db, unknown, PrismaTransactionLike, Settings>(prismaPort);
+// The extension's verbs go by Prisma's idiom, and their messages by the names its users call.
+const NAMES = { withLock: '$withLock', tryWithLock: '$tryWithLock', runOnce: '$runOnce', lock: '$lock' };
 
 /**
  * A Prisma Client extension (named `pglock`) adding `$withLock`, `$tryWithLock` and `$lock`, over
@@ -47,18 +49,8 @@ const verbs = lockVerbs<Db, unknown, PrismaTransactionLike, PrismaTransactionSet
  */
 export function advisoryLocks(defaults: PrismaLocksOptions = {}) {
   // Bad defaults fail here, where the extension is made.
-  createAdvisoryLocks(watchedPrismaPort, {} as PrismaRawQueryable, defaults);
-  const { transaction: _settings, ...lockDefaults } = defaults;
-  const batchDefaults = { ...lockDefaults, timeoutMs: lockDefaults.timeoutMs ?? IN_TRANSACTION_WAIT_MS };
-  const made = new WeakMap<object, Locks>();
-  const locksOf = (client: unknown): Locks => {
-    let locks = made.get(client as object);
-    if (locks === undefined) {
-      locks = createAdvisoryLocks(watchedPrismaPort, client as PrismaRawQueryable, defaults) as Locks;
-      made.set(client as object, locks);
-    }
-    return locks;
-  };
+  const verbs = lockVerbs(watchedPrismaPort, defaults, NAMES);
+  const locksOf = (client: unknown) => verbs(client as Db);
   return Prisma.defineExtension({
     name: 'pglock',
     query: { $allOperations: watchOperation },
@@ -83,16 +75,13 @@ export function advisoryLocks(defaults: PrismaLocksOptions = {}) {
         options: RunOnceOptions,
         fn: Job<C, R>,
       ): Promise<core.RunOnceResult<R>> {
-        const job = fn as (tx: unknown, run: core.RunOnceContext) => Promise<R>;
-        return locksOf(Prisma.getExtensionContext(this)).runOnce(name, options, job);
+        return locksOf(Prisma.getExtensionContext(this)).runOnce(name, options, fn as UntypedJob<R>);
       },
       /** The lock as the first element of `$transaction([…])` (or awaited on `tx`: `lock(tx, …)`). */
       $lock<C>(this: C, target: core.LockTarget, options?: PrismaBatchLockOptions): PrismaPromise<undefined> {
         const client = Prisma.getExtensionContext(this) as unknown as Db;
-        const request = lockRequest(target, options, batchDefaults, '$lock');
-        return batchLock(client, request, (tx) =>
-          locksOf(tx).lock(tx as PrismaTransactionLike, target, options),
-        );
+        const inTransaction = (tx: Db) => locksOf(tx).lock(tx as PrismaTransactionLike, target, options);
+        return batchLock(client, target, options, defaults, inTransaction);
       },
     },
   });
@@ -119,7 +108,7 @@ export function withLock<C extends PrismaClientLike, T>(
   fn: Callback<C, T>,
   options?: Options,
 ): Promise<T> {
-  return verbs(prisma).withLock(target, fn as Untyped<T>, options);
+  return functions.withLock(prisma, target, fn as Untyped<T>, options);
 }
 
 /**
@@ -140,7 +129,7 @@ export function tryWithLock<C extends PrismaClientLike, T>(
   fn: Callback<C, T>,
   options?: Options,
 ): Promise<core.TryResult<T>> {
-  return verbs(prisma).tryWithLock(target, fn as Untyped<T>, options);
+  return functions.tryWithLock(prisma, target, fn as Untyped<T>, options);
 }
 
 /**
@@ -158,13 +147,7 @@ export function tryWithLock<C extends PrismaClientLike, T>(
  * });
  * ```
  */
-export function lock(
-  tx: PrismaTransactionLike,
-  target: core.LockTarget,
-  options?: core.LockOptions,
-): Promise<void> {
-  return verbs(tx).lock(tx, target, options);
-}
+export const lock = functions.lock;
 
 /**
  * Tries a transaction-scoped lock inside `prisma.$transaction(async (tx) => …)`: `true` when held
@@ -179,13 +162,7 @@ export function lock(
  * });
  * ```
  */
-export function tryLock(
-  tx: PrismaTransactionLike,
-  target: core.LockTarget,
-  options?: core.LockOptions,
-): Promise<boolean> {
-  return verbs(tx).tryLock(tx, target, options);
-}
+export const tryLock = functions.tryLock;
 
 /**
  * True when any session holds `key`: a snapshot, for dashboards and tests, not for deciding whether
@@ -198,13 +175,7 @@ export function tryLock(
  * console.log(await isLocked(prisma, 'leaderboard'));
  * ```
  */
-export function isLocked(
-  prisma: PrismaRawQueryable,
-  key: core.LockKeyInput,
-  options?: Namespace,
-): Promise<boolean> {
-  return verbs(prisma).isLocked(key, options);
-}
+export const isLocked = functions.isLocked;
 
 /**
  * Every advisory lock in the current database with holders and waiters (`pg_locks` joined with
@@ -217,9 +188,7 @@ export function isLocked(
  * console.table(await inspectLocks(prisma));
  * ```
  */
-export function inspectLocks(prisma: PrismaRawQueryable): Promise<core.AdvisoryLockInfo[]> {
-  return verbs(prisma).inspectLocks();
-}
+export const inspectLocks = functions.inspectLocks;
 
 /**
  * Runs `fn(tx, { period })` at most once per period across every instance: the job's writes and its
@@ -240,5 +209,5 @@ export function runOnce<C extends PrismaClientLike, T>(
   options: RunOnceOptions,
   fn: Job<C, T>,
 ): Promise<core.RunOnceResult<T>> {
-  return verbs(prisma).runOnce(name, options, fn as (tx: unknown, run: core.RunOnceContext) => Promise<T>);
+  return functions.runOnce(prisma, name, options, fn as UntypedJob<T>);
 }

@@ -1,7 +1,7 @@
-import { InvalidLockOptionsError, LockUsageError } from '@pglock/core';
-import { batchLockError, batchLockStatement, type LockRequest, sqlStateOf } from '@pglock/core/adapter';
+import { type LockOptions, type LockTarget, LockUsageError } from '@pglock/core';
+import { batchLockRequest, MAX_DURATION_MS, sendBatchLock } from '@pglock/core/adapter';
 import type { PrismaPromise } from '@prisma/client/runtime/client';
-import { isTransactionClient } from './prisma-port.ts';
+import { IN_TRANSACTION_WAIT_MS, isTransactionClient } from './prisma-port.ts';
 import type { PrismaRawQueryable } from './prisma-types.ts';
 
 /**
@@ -13,26 +13,22 @@ interface LazyPrismaPromise<T> extends PrismaPromise<T> {
   requestTransaction?(batch: { readonly timeout?: unknown }): PromiseLike<unknown>;
 }
 
-const MAX_TIMER_MS = 2 ** 31 - 1;
-
 /**
  * `$lock`: a transaction-scoped lock as an element of `$transaction([…])`. Its one statement comes from
  * core (every key, both lock spaces, one budget, and an error when not granted in time, so the batch
  * rolls back rather than run unlocked); its wait is added to the batch's `timeout`; a failure of the
  * statement becomes pglock's typed error, which `$transaction` rejects with. Awaited alone on a
  * transaction client it is `lock(tx, …)`; on a root client it would lock nothing (autocommit) and
- * rejects with `LockUsageError`. `request.timeoutMs` is always set: a Prisma lock never waits without limit.
+ * rejects with `LockUsageError`. It waits 2500 ms unless `timeoutMs` is set: a Prisma lock never waits without limit.
  */
 export function batchLock(
   client: PrismaRawQueryable,
-  request: LockRequest,
+  target: LockTarget,
+  options: LockOptions | undefined,
+  defaults: LockOptions,
   inTransaction: (tx: PrismaRawQueryable) => Promise<void>,
 ): PrismaPromise<undefined> {
-  if (request.signal !== undefined) {
-    throw new InvalidLockOptionsError(
-      '$lock: signal cannot be honoured in a batch transaction (pglock sends no statement of its own there to cancel with); use timeoutMs, or $withLock.',
-    );
-  }
+  const request = batchLockRequest(target, options, defaults, IN_TRANSACTION_WAIT_MS, '$lock', '$withLock');
   const waitMs = request.timeoutMs ?? 0;
   const misuse = () =>
     new LockUsageError(
@@ -52,17 +48,17 @@ export function batchLock(
     catch: (reject) => awaited().catch(reject),
     finally: (done) => awaited().finally(done),
     requestTransaction(batch) {
-      const s = batchLockStatement(request.keys, request.shared, waitMs);
-      const raw = client.$queryRawUnsafe(s.text, ...s.values) as LazyPrismaPromise<unknown>;
       const t = batch.timeout;
+      // Prisma's timer is a setTimeout, which fires at once above a signed 32-bit millisecond count.
       const joined =
-        typeof t === 'number' ? { ...batch, timeout: Math.min(MAX_TIMER_MS, t + waitMs) } : batch;
-      // Only a statement's failure is the lock's; Prisma's own (its transaction's) stays as it is.
-      return Promise.resolve(raw.requestTransaction?.(joined) ?? raw).then(
-        () => undefined,
-        (error: unknown) => {
-          throw sqlStateOf(error) === undefined ? error : batchLockError(request, error, '$lock');
+        typeof t === 'number' ? { ...batch, timeout: Math.min(MAX_DURATION_MS, t + waitMs) } : batch;
+      return sendBatchLock(
+        request,
+        (s) => {
+          const raw = client.$queryRawUnsafe(s.text, ...s.values) as LazyPrismaPromise<unknown>;
+          return raw.requestTransaction?.(joined) ?? raw;
         },
+        '$lock',
       );
     },
     [Symbol.toStringTag]: 'PrismaPromise',

@@ -1,27 +1,14 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
-import { InvalidLockOptionsError } from '@pglock/core';
 import type { LockPort, PortConnection, Row, Statement } from '@pglock/core/adapter';
+import {
+  checkDuration,
+  failureWatch,
+  nodePostgresControlPool,
+  prismaIsolationLevel,
+} from '@pglock/core/adapter';
 import type { PrismaClientLike, PrismaRawQueryable, PrismaTransactionLike } from './prisma-types.ts';
 
 /** How long `lock(tx, …)`, a nested `withLock` and `$lock` wait when `timeoutMs` is omitted. */
 export const IN_TRANSACTION_WAIT_MS = 2_500;
-
-// Prisma arms its transaction timer with setTimeout, which fires at once (after a warning) above a
-// signed 32-bit millisecond count: the transaction would expire immediately.
-const MAX_TIMER_MS = 2 ** 31 - 1;
-
-// Prisma's names for PostgreSQL's isolation levels ('read committed' → 'ReadCommitted').
-const LEVELS = ['ReadUncommitted', 'ReadCommitted', 'RepeatableRead', 'Serializable'] as const;
-const prismaLevel = (level: string) => LEVELS.find((l) => l.toLowerCase() === level.replace(' ', ''));
-
-/** The slice of a `pg.Pool` used here: its class and settings make a small pool of pglock's own. */
-interface PgPoolSlice {
-  readonly options?: object;
-  readonly totalCount: number;
-  connect(): Promise<{ release(): void }>;
-  query(text: string, values: unknown[]): Promise<{ rows: Row[] }>;
-  on(event: 'error', listener: () => void): unknown;
-}
 
 /**
  * The driver adapter factory Prisma 7 keeps at runtime (`new PrismaPg(…)`, none of it public API, so
@@ -29,7 +16,7 @@ interface PgPoolSlice {
  * `PrismaPg` makes its pool out of reach, and `connect()` makes a new adapter with a new pool.
  */
 interface AdapterFactory {
-  readonly externalPool?: PgPoolSlice | null;
+  readonly externalPool?: object | null;
   connect?(): Promise<{ underlyingDriver?(): unknown; dispose?(): Promise<void> }>;
 }
 
@@ -44,30 +31,15 @@ function clientTimeout(db: unknown): number {
   return typeof timeout === 'number' && Number.isInteger(timeout) && timeout > 0 ? timeout : 5_000;
 }
 
-// One small pool per adapter factory, for cancels: outside Prisma's pool (a cancel must work when
-// every pooled connection waits), and never keeping the process alive (allowExitOnIdle).
-const controlPools = new WeakMap<object, Promise<PgPoolSlice>>();
-
-function controlPool(adapter: AdapterFactory): Promise<PgPoolSlice> {
-  let pool = controlPools.get(adapter);
-  if (pool === undefined) {
-    pool = (async () => {
-      const opened = adapter.externalPool ? undefined : await adapter.connect?.();
-      const source = (adapter.externalPool ?? opened?.underlyingDriver?.()) as PgPoolSlice | undefined;
-      await opened?.dispose?.();
-      if (typeof source?.query !== 'function' || source.options === undefined) {
-        throw new Error('no control connection: the driver adapter is not @prisma/adapter-pg');
-      }
-      const Pool = source.constructor as new (options: object) => PgPoolSlice;
-      const own = new Pool({ ...source.options, max: 1, idleTimeoutMillis: 10_000, allowExitOnIdle: true });
-      own.on('error', () => undefined);
-      return own;
-    })();
-    pool.catch(() => controlPools.delete(adapter));
-    controlPools.set(adapter, pool);
-  }
-  return pool;
-}
+// One small pool per adapter factory, for cancels: core's control pool, with the settings of the
+// `pg.Pool` behind it (reached by opening an adapter of its own when that pool is out of reach).
+const controlPool = (adapter: AdapterFactory) =>
+  nodePostgresControlPool(adapter, async () => {
+    const opened = adapter.externalPool ? undefined : await adapter.connect?.();
+    const source = adapter.externalPool ?? opened?.underlyingDriver?.();
+    await opened?.dispose?.();
+    return source;
+  });
 
 /**
  * True for an interactive transaction's client: Prisma removes `$connect` from it (in every Prisma 7
@@ -82,36 +54,18 @@ async function rowsOf(db: PrismaRawQueryable, s: Statement): Promise<readonly Ro
   return (await db.$queryRawUnsafe(s.text, ...s.values)) as Row[];
 }
 
-/** What the extension's query hook saw while a transaction's callback ran. */
-type Watch = { failed: boolean; readonly unscoped: number };
 type Operation<A> = { readonly args: A; query(args: A): PromiseLike<unknown> };
-
-const watches = new AsyncLocalStorage<Watch>();
-// Failed operations seen outside any watched callback: each makes every running transaction check.
-let unscopedFailures = 0;
+const failures = failureWatch();
 
 /**
  * The extension's `query.$allOperations`: notes that an operation failed, in the transaction whose
- * callback it ran in. Prisma says neither that a statement failed in an interactive transaction nor
- * that PostgreSQL answered its COMMIT with ROLLBACK; with this, core asks PostgreSQL (`SELECT 1`
- * before the commit) only when something failed.
+ * callback it ran in (Prisma says neither that a statement failed in an interactive transaction nor
+ * that PostgreSQL answered its COMMIT with ROLLBACK).
  */
-export async function watchOperation<A>({ args, query }: Operation<A>) {
-  try {
-    return await query(args);
-  } catch (error) {
-    const watch = watches.getStore();
-    if (watch) watch.failed = true;
-    else unscopedFailures++;
-    throw error;
-  }
-}
+export const watchOperation = <A>({ args, query }: Operation<A>) => failures.observe(() => query(args));
 
-function connectionFor(tx: PrismaRawQueryable, watch?: Watch): PortConnection {
-  const status = () =>
-    watch?.failed === false && watch.unscoped === unscopedFailures ? 'transaction' : undefined;
-  return { query: (s) => rowsOf(tx, s), transactionStatus: status };
-}
+// Unwatched, a transaction's status is unknown: core asks PostgreSQL before the commit.
+const connectionFor = (tx: PrismaRawQueryable): PortConnection => ({ query: (s) => rowsOf(tx, s) });
 
 /**
  * pglock's port for Prisma 7: a transaction is `prisma.$transaction(async (tx) => …)` whose timeout is
@@ -120,25 +74,25 @@ function connectionFor(tx: PrismaRawQueryable, watch?: Watch): PortConnection {
  * interactive transaction Prisma pins no connection. `watched`: the client has the extension's hook.
  */
 function portFor(watched: boolean): LockPort<PrismaRawQueryable, PrismaTransactionLike> {
+  // Port messages name the verbs' family: the extension's methods, or the plain functions.
+  const verb = watched ? '$withLock' : 'withLock';
   return {
     name: '@pglock/prisma',
     transactionSettings: ['isolationLevel', 'maxWait', 'timeout'],
     connectionOf: (handle) => (isTransactionClient(handle) ? connectionFor(handle) : undefined),
     transaction(db, { settings, waitMs }, body) {
-      const callbackMs = settings.timeout ?? clientTimeout(db);
-      const timeout = (waitMs ?? 0) + callbackMs;
-      if (timeout > MAX_TIMER_MS) {
-        throw new InvalidLockOptionsError(
-          `withLock: timeoutMs (${waitMs}) plus the callback's transaction.timeout (${callbackMs}) is ${timeout} ms, above the ${MAX_TIMER_MS} ms a Prisma transaction can last; lower timeoutMs.`,
-        );
-      }
+      // Prisma arms its transaction timer with setTimeout, which fires at once (after a warning)
+      // above a signed 32-bit millisecond count: the transaction would expire immediately.
+      const timeout = (waitMs ?? 0) + (settings.timeout ?? clientTimeout(db));
+      const what = `timeoutMs (${waitMs}) plus the callback's transaction.timeout`;
+      checkDuration(timeout, what, verb, 1, 'a Prisma transaction cannot last longer: lower timeoutMs');
       const { isolationLevel, maxWait } = settings;
       const run = (tx: PrismaTransactionLike) => {
         if (!watched) return body(tx, connectionFor(tx));
-        const watch = { failed: false, unscoped: unscopedFailures };
-        return watches.run(watch, body, tx, connectionFor(tx, watch));
+        return failures.run(connectionFor(tx), (connection) => body(tx, connection));
       };
-      const level = isolationLevel && prismaLevel(isolationLevel);
+      // Prisma takes its own names for PostgreSQL's isolation levels ('ReadCommitted').
+      const level = isolationLevel && prismaIsolationLevel(isolationLevel);
       return (db as PrismaClientLike).$transaction(run, {
         timeout,
         maxWait,
@@ -151,15 +105,10 @@ function portFor(watched: boolean): LockPort<PrismaRawQueryable, PrismaTransacti
       if (typeof adapter?.connect !== 'function') return 'none';
       // Asked once per call with a signal, before it waits: connect the control pool now, so that an
       // abort needs no connection setup.
-      controlPool(adapter)
-        .then(async (pool) => pool.totalCount === 0 && (await pool.connect()).release())
-        .catch(() => undefined);
+      controlPool(adapter).warm();
       return 'control';
     },
-    async controlConnection(db) {
-      const pool = await controlPool(internals(db).adapter ?? {});
-      return { query: async (s) => (await pool.query(s.text, [...s.values])).rows, release: () => undefined };
-    },
+    controlConnection: (db) => controlPool(internals(db).adapter ?? {}).connection(),
     defaultTimeoutMs: (verb, settings, db) =>
       verb === 'lock' ? IN_TRANSACTION_WAIT_MS : (settings.timeout ?? clientTimeout(db)),
   };

@@ -156,6 +156,8 @@ describe('timeout budget: the lock wait is added to the Prisma transaction timeo
     const started = performance.now();
     const error = await prisma.$withLock(name, async () => 'ran').catch((e: unknown) => e);
     expect(LockNotAcquiredError.is(error) && error.timeoutMs).toBe(800);
+    // The message names the method called, and the one to call instead.
+    expect((error as Error).message).toMatch(/^\$withLock: .* use \$tryWithLock to skip when busy\.$/);
     expect(performance.now() - started).toBeLessThan(3_000);
     // Granted after 600 ms of waiting, the callback still gets the client's 800 ms: 1.3 s in all.
     const run = prisma.$withLock(
@@ -202,6 +204,7 @@ describe('timeout budget: the lock wait is added to the Prisma transaction timeo
         .$withLock(lockName('refused').name, async () => 'ran', options as never)
         .catch((e: unknown) => e);
       expect(InvalidLockOptionsError.is(error), JSON.stringify(options)).toBe(true);
+      expect((error as Error).message, JSON.stringify(options)).toMatch(/^\$withLock: /);
     }
     expect(count()).toBe(before);
     expect(
