@@ -8,8 +8,16 @@
 // pooler lane every session lock and every campaign must be refused.
 // Usage: chaos-worker <subject> <direct | pgbouncer> <worker id> <deadline ms | stdin>; with `stdin`,
 // the worker reports `ready` and reads the deadline from its first input line.
+import { subscribe } from 'node:diagnostics_channel';
 import { createInterface } from 'node:readline';
-import { LockLostError, LockNotAcquiredError, LockUsageError, lockKey, type SessionLock } from '@pglock/core';
+import {
+  LockLostError,
+  LockNotAcquiredError,
+  LockUsageError,
+  lockChannels,
+  lockKey,
+  type SessionLock,
+} from '@pglock/core';
 import {
   type ChaosLane,
   chaosJobs,
@@ -29,6 +37,21 @@ if (!subjectName || !laneText || !worker || !deadlineText || !url) {
 const lane = laneText as ChaosLane;
 const definition = subjectNamed(subjectName);
 const watch = definition.driver === 'postgres.js' ? watchPostgresJsWrites() : undefined;
+
+// Where each open pglock call is, from core's diagnostics channels: a stuck step says whether it
+// waits before the lock (for a pooled connection, BEGIN or the lock itself) or after (its callback,
+// COMMIT), so a hang can be told apart from pglock's side.
+const phases = new Map<number, string>();
+subscribe(lockChannels.requested, (event) =>
+  phases.set((event as { id: number }).id, 'requested, not yet granted'),
+);
+subscribe(lockChannels.acquired, (event) =>
+  phases.set((event as { id: number }).id, 'granted, callback or COMMIT running'),
+);
+for (const done of [lockChannels.notAcquired, lockChannels.released, lockChannels.lost]) {
+  subscribe(done, (event) => phases.delete((event as { id: number }).id));
+}
+const openCalls = () => [...phases.values()].join(', ') || 'no pglock call open';
 process.on('uncaughtException', (error) => {
   process.stderr.write(`UNCAUGHT ${String(error)}\n${error instanceof Error ? error.stack : ''}\n`);
   // postgres.js puts the statement on its errors (with `debug` set): whose query was left unhandled.
@@ -309,7 +332,7 @@ async function step(): Promise<void> {
   const watchdog = setTimeout(() => {
     const unflushed = watch?.unflushed() ?? [];
     process.stderr.write(
-      `step ${kind} stuck for 10 s${unflushed.length ? `; never flushed: ${unflushed.join('; ')}` : ''}\n`,
+      `step ${kind} stuck for 10 s (${openCalls()})${unflushed.length ? `; never flushed: ${unflushed.join('; ')}` : ''}\n`,
     );
   }, 10_000);
   try {

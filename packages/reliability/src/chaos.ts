@@ -343,7 +343,7 @@ async function drive(
  *   fatal write was the ORM's own COMMIT/ROLLBACK;
  * - the same timer where the fatal write is the first statement a new holder sends on a connection
  *   the pool handed out after it closed (dead since, never reconnected: porsager/postgres #1199):
- *   the ORM's `begin`, or the `pg_backend_pid()` that starts a pglock pin or control connection.
+ *   the ORM's `begin`, or the statement that starts a pglock pin or control connection.
  *   pglock never hands back a pinned or control connection that died; the ORM's own transaction does;
  * - the array-type fetch postgres.js runs on every new connection rejecting unhandled when the
  *   backend is terminated during startup (porsager/postgres #1192, #1223).
@@ -370,13 +370,26 @@ function verdict(adapter: string, stderr: string): ChaosCrash {
   return { adapter, stderr, knownBug, fatalWrite };
 }
 
+/**
+ * What a new holder of a lent connection sends first: the ORM's `begin`; pglock's backend pid (a
+ * session pin, a cancel) and its control statements (liveness, heartbeat, guarded cancel), each run
+ * on a connection lent for that one statement.
+ */
+const firstStatements = [
+  /^begin\s*;?$/i,
+  /^SELECT pg_backend_pid\(\) AS pid$/,
+  /^SELECT count\(\*\)::int AS alive FROM pg_stat_activity /,
+  /^SELECT count\(\*\)::int AS held FROM pg_locks /,
+  /^SELECT pg_cancel_backend\(pid\) AS cancelled FROM pg_stat_activity/,
+];
+
 /** The first statement of a connection's new holder, on a connection dead since it closed. */
 function handedOutDead(write: FatalWrite | undefined): boolean {
   return (
     write?.closedBefore === true &&
     write.writtenSinceClose === false &&
     write.statements.length === 1 &&
-    /^(begin|SELECT pg_backend_pid\(\) AS pid)\s*;?$/i.test(write.statements[0] ?? '')
+    firstStatements.some((first) => first.test(write.statements[0] ?? ''))
   );
 }
 
