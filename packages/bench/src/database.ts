@@ -1,5 +1,5 @@
-import { type EmbeddedServer, startEmbeddedServer } from '@pglock/test-kit';
 import pg from 'pg';
+import { startEmbeddedPostgres } from './embedded-postgres.ts';
 
 /** The database the run measures, and how to let go of it. */
 export interface BenchDatabase {
@@ -27,8 +27,22 @@ export const HOT_KEY = 0x706c6f636bn;
  */
 export async function openDatabase(): Promise<BenchDatabase> {
   const external = process.env.DATABASE_URL;
-  const server: EmbeddedServer | undefined = external ? undefined : await startEmbeddedServer();
-  const url = external ?? server?.url ?? '';
+  const server = external ? { url: external, stop: async () => undefined } : await startEmbeddedPostgres();
+  try {
+    const version = await createTables(server.url);
+    return {
+      url: withoutCommitFlush(server.url),
+      label: `PostgreSQL ${version} (${external ? 'DATABASE_URL' : 'embedded'})`,
+      close: () => server.stop(),
+    };
+  } catch (error) {
+    await server.stop();
+    throw error;
+  }
+}
+
+/** Creates the benchmark's tables afresh and returns the server's version. */
+async function createTables(url: string): Promise<string> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
@@ -40,14 +54,7 @@ export async function openDatabase(): Promise<BenchDatabase> {
       INSERT INTO bench_lock SELECT 'row-' || g FROM generate_series(0, ${WORK_ROWS}) AS g;
     `);
     const { rows } = await client.query<{ v: string }>("SELECT current_setting('server_version') AS v");
-    const label = `PostgreSQL ${rows[0]?.v ?? '?'} (${external ? 'DATABASE_URL' : 'embedded'})`;
-    return {
-      url: withoutCommitFlush(url),
-      label,
-      async close() {
-        await server?.stop();
-      },
-    };
+    return rows[0]?.v ?? '?';
   } finally {
     await client.end();
   }
