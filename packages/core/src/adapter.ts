@@ -21,6 +21,7 @@ export { LockTrace, startTrace, type Trace } from './diagnostics.ts';
 export { parseDuration } from './duration.ts';
 export { type FailureWatch, failureWatch } from './failure-watch.ts';
 export { inspectLocks, inspectLocksStatement, isLocked, lockTag, type QueryRunner } from './inspect-locks.ts';
+export { type LentConnection, lentControl, lentPin } from './lent-connection.ts';
 export { type LockFunctions, lockFunctions } from './lock-functions.ts';
 export { checkDuration, type LockRequest, lockRequest, MAX_DURATION_MS } from './lock-options.ts';
 export type {

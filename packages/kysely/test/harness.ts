@@ -183,7 +183,7 @@ export const pgliteHarness = defineHarness<Transaction<unknown>>({
     abort: false,
     countsStatements: true,
     session: false,
-    },
+  },
   moduleUrl: import.meta.url,
   exportName: 'pgliteHarness',
   async open() {
