@@ -37,6 +37,9 @@ export function failureWatch(): FailureWatch {
   const watches = new AsyncLocalStorage<Watch>();
   // Failed operations seen outside any watched callback: each makes every running transaction check.
   let unscoped = 0;
+  // Enabled only while a watched callback runs: on Node 20 and 22 an enabled store makes every
+  // promise of the process pay for promise hooks (see nesting.ts).
+  let running = 0;
   return {
     async observe(operation) {
       try {
@@ -48,11 +51,16 @@ export function failureWatch(): FailureWatch {
         throw error;
       }
     },
-    run(connection, body) {
+    async run(connection, body) {
       const watch: Watch = { failed: false, unscoped };
       const transactionStatus = () =>
         !watch.failed && watch.unscoped === unscoped ? ('transaction' as const) : undefined;
-      return watches.run(watch, body, { ...connection, transactionStatus });
+      running++;
+      try {
+        return await watches.run(watch, body, { ...connection, transactionStatus });
+      } finally {
+        if (--running === 0) watches.disable();
+      }
     },
   };
 }

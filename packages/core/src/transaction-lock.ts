@@ -163,7 +163,7 @@ function startLocked<Db, Tx, T>(
 function outerTransaction<Db, Tx>(port: LockPort<Db, Tx>, db: Db): LockContext | undefined {
   const connection = port.connectionOf(db);
   if (connection === undefined) return undefined;
-  return { root: db as object, tx: db, connection, depth: 0, parent: undefined, busy: false };
+  return { root: db as object, tx: db, connection, depth: 0, parent: undefined, busy: false, open: true };
 }
 
 async function ownTransaction<Db, Tx, T>(
@@ -234,6 +234,7 @@ async function ownTransaction<Db, Tx, T>(
           depth: 1,
           parent: undefined,
           busy: false,
+          open: true,
         };
         const result = await runInContext(context, fn, tx);
         if (!transactionOpen(connection)) await assertNotFailed(port, connection, request, verb, false);
@@ -373,6 +374,7 @@ async function nested<Db, Tx, T>(
       depth,
       parent: outer,
       busy: false,
+      open: true,
     };
     let value: T;
     try {
@@ -400,6 +402,9 @@ async function nested<Db, Tx, T>(
     return attempt ? { acquired: true, value } : value;
   } finally {
     outer.busy = false;
+    // The caller's own transaction stands for this call only: a continuation left running by the
+    // callback goes through the transaction's own check next time (it may have ended by then).
+    if (outer.depth === 0) outer.open = false;
     // A nested lock lives until the outer transaction ends; pglock does not see that end.
     if (acquired) trace.released();
   }

@@ -167,6 +167,32 @@ export function nestingSuite(ctx: SuiteContext): void {
       },
     );
 
+    it.skipIf(noBackdoor)(
+      `a lock call from work the callback left running, made after it returned, takes its own transaction${skipped(noBackdoor)}`,
+      async () => {
+        // The continuation carries the callback's context; nesting into that ended transaction would
+        // send SAVEPOINT to a connection back in the pool, maybe inside another caller's transaction.
+        const outer = ctx.name('left-running-outer');
+        const inner = ctx.name('left-running-inner');
+        const instance = await ctx.open();
+        const gate = deferred();
+        let late: Promise<{ pid: number; locks: { pid: number; granted: boolean }[] }> | undefined;
+        await instance.withLock(outer.name, async () => {
+          late = gate.promise.then(() =>
+            instance.withLock(inner.name, async (sql) => ({
+              pid: await pidOf(sql),
+              locks: await ctx.backdoor.locksOn(inner.key),
+            })),
+          );
+        });
+        expect(await ctx.backdoor.locksOn(outer.key)).toEqual([]);
+        gate.resolve();
+        const seen = await settlesWithin(late!, 5_000, 'the withLock made after the callback returned');
+        expect(seen.locks).toEqual([expect.objectContaining({ pid: seen.pid, granted: true })]);
+        expect(await ctx.backdoor.locksOn(inner.key)).toEqual([]);
+      },
+    );
+
     it('two nested calls at once on one transaction: the second is LockUsageError, never interleaved savepoints', async () => {
       const { name } = ctx.name('nested-concurrent');
       const instance = await ctx.open();
