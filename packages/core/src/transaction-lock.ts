@@ -345,7 +345,10 @@ async function nested<Db, Tx, T>(
   try {
     await connection.query(open);
     try {
-      const cancel = await cancellerFor(scope.port, scope.db, connection, request);
+      const cancel =
+        request.signal === undefined
+          ? undefined
+          : await cancellerFor(scope.port, scope.db, connection, request);
       acquired = await acquire({
         connection,
         request,
@@ -410,6 +413,19 @@ async function nested<Db, Tx, T>(
   }
 }
 
+const lockDefaultsCache = new WeakMap<object, LockOptions>();
+
+/** The factory defaults without `transaction` (a lock call opens none), made once per factory. */
+function lockDefaultsOf(defaults: WithLockOptions): LockOptions {
+  let cached = lockDefaultsCache.get(defaults);
+  if (cached === undefined) {
+    const { transaction: _settings, ...rest } = defaults;
+    cached = rest;
+    lockDefaultsCache.set(defaults, cached);
+  }
+  return cached;
+}
+
 /** `lock` / `tryLock`: inside a transaction the caller opened (or a pglock callback's). */
 export async function lockInTransaction<Db, Tx>(
   scope: VerbScope<Db, Tx>,
@@ -420,8 +436,7 @@ export async function lockInTransaction<Db, Tx>(
   verb: string,
 ): Promise<boolean> {
   const { port, db } = scope;
-  const { transaction: _settings, ...lockDefaults } = scope.defaults;
-  let request = requestFor(target, options, lockDefaults, attempt, verb);
+  let request = requestFor(target, options, lockDefaultsOf(scope.defaults), attempt, verb);
   const connection = contextOfTransaction(tx)?.connection ?? port.connectionOf(tx);
   if (connection === undefined) {
     throw new LockUsageError(
@@ -440,7 +455,8 @@ export async function lockInTransaction<Db, Tx>(
     request.timeoutMs === undefined || request.timeoutMs === 0
       ? undefined
       : performance.now() + request.timeoutMs;
-  const cancel = await cancellerFor(port, db, connection, request);
+  // Most calls have no signal: no canceller, and no await for one.
+  const cancel = request.signal === undefined ? undefined : await cancellerFor(port, db, connection, request);
   let held: boolean;
   try {
     held = await acquire({

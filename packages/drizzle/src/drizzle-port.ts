@@ -61,8 +61,11 @@ export function resolve(handle: unknown): DrizzleHandle | undefined {
   if (found === undefined) {
     const session = (handle as { session?: { client?: Client } }).session;
     const { driver } = classOf(session);
-    found = driver && session?.client ? { driver, client: session.client, tx: classOf(handle).tx } : null;
-    handles.set(handle, found);
+    const { tx } = classOf(handle);
+    found = driver && session?.client ? { driver, client: session.client, tx } : null;
+    // A transaction is new for every call and short-lived: no map entry for each (their upkeep is
+    // the garbage collector's); a database is met again on every call.
+    if (!tx) handles.set(handle, found);
   }
   return found ?? undefined;
 }

@@ -26,19 +26,30 @@ const executors = new WeakMap<object, QueryExecutorProvider>();
 
 /** `map`'s value for `key`, made on first use. */
 function cached<V>(map: WeakMap<object, V>, key: object, make: () => V): V {
-  const value = map.get(key) ?? make();
-  map.set(key, value);
+  let value = map.get(key);
+  if (value === undefined) {
+    value = make();
+    map.set(key, value);
+  }
   return value;
 }
 
-function run(handle: Db, s: Statement): Promise<readonly Row[]> {
-  const provider = cached(executors, handle, () => {
-    const executor = handle.getExecutor().withoutPlugins();
-    return { getExecutor: () => executor };
-  });
+/** `handle`'s executor without the user's plugins, as a provider for `RawBuilder.execute`. */
+function pluginFree(handle: Db): QueryExecutorProvider {
+  const executor = handle.getExecutor().withoutPlugins();
+  return { getExecutor: () => executor };
+}
+
+function runOn(provider: QueryExecutorProvider, s: Statement): Promise<readonly Row[]> {
   // core's fragments are the template's strings, so every value is a bound parameter, never text.
   const query = sql<Row>(s.fragments as unknown as TemplateStringsArray, ...s.values.map((v) => sql.val(v)));
-  return query.execute(provider).then((result) => result.rows);
+  return query.execute(provider).then(rowsOf);
+}
+
+const rowsOf = (result: QueryResult<Row>): readonly Row[] => result.rows;
+
+function run(handle: Db, s: Statement): Promise<readonly Row[]> {
+  return runOn(cached(executors, handle, () => pluginFree(handle)), s);
 }
 
 function isTransaction(handle: unknown): handle is Db {
@@ -75,17 +86,26 @@ class QueryWatch implements KyselyPlugin {
     this.#pending.add(queryId);
     return node;
   }
-  async transformResult({ result, queryId }: PluginTransformResultArgs): Promise<QueryResult<UnknownRow>> {
+  transformResult({ result, queryId }: PluginTransformResultArgs): Promise<QueryResult<UnknownRow>> {
     this.#pending.delete(queryId);
-    return result;
+    // Not an async method: one promise per query of the callback, not an async frame as well.
+    return Promise.resolve(result);
   }
 }
 
-/** `trx` as the callback gets it, and its connection for core, which knows when nothing failed. */
+/**
+ * `trx` as the callback gets it, and its connection for core, which knows when nothing failed.
+ * pglock's statements on it use the transaction's executor without plugins, made on first use and
+ * kept by the connection (no map entry per transaction).
+ */
 function watched(trx: Db): [Db, PortConnection] {
   const watch = new QueryWatch();
-  const status = () => (watch.settled ? 'transaction' : undefined);
-  return [trx.withPlugin(watch), { query: (s) => run(trx, s), transactionStatus: status }];
+  let provider: QueryExecutorProvider | undefined;
+  const connection: PortConnection = {
+    query: (s) => runOn((provider ??= pluginFree(trx)), s),
+    transactionStatus: () => (watch.settled ? 'transaction' : undefined),
+  };
+  return [trx.withPlugin(watch), connection];
 }
 
 /** A connection of `db` for as long as pglock needs it: the callback of `db.connection().execute` stays open. */
