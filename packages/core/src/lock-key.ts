@@ -157,7 +157,12 @@ export function formatLockKey(key: LockKey): string {
 const KEY_PROTOTYPE: object = Object.freeze(Object.create(Object.prototype, { [brand]: { value: true } }));
 
 function bigintKey(value: bigint, name?: string, namespace?: string): BigintLockKey {
-  const key = Object.create(KEY_PROTOTYPE) as { form: 'bigint'; value: bigint; name?: string; namespace?: string };
+  const key = Object.create(KEY_PROTOTYPE) as {
+    form: 'bigint';
+    value: bigint;
+    name?: string;
+    namespace?: string;
+  };
   key.form = 'bigint';
   key.value = value;
   // Optional fields are left off rather than set to undefined, so keys compare and print cleanly.

@@ -66,7 +66,11 @@ export function contextOfTransaction(tx: unknown): LockContext | undefined {
  * running loses no live context; a continuation that outlived its callback finds its context
  * closed either way.
  */
-export async function runInContext<A, T>(context: LockContext, fn: (arg: A) => Promise<T>, arg: A): Promise<T> {
+export async function runInContext<A, T>(
+  context: LockContext,
+  fn: (arg: A) => Promise<T>,
+  arg: A,
+): Promise<T> {
   state.running++;
   try {
     return await state.storage.run(context, fn, arg);

@@ -49,7 +49,10 @@ function runOn(provider: QueryExecutorProvider, s: Statement): Promise<readonly 
 const rowsOf = (result: QueryResult<Row>): readonly Row[] => result.rows;
 
 function run(handle: Db, s: Statement): Promise<readonly Row[]> {
-  return runOn(cached(executors, handle, () => pluginFree(handle)), s);
+  return runOn(
+    cached(executors, handle, () => pluginFree(handle)),
+    s,
+  );
 }
 
 function isTransaction(handle: unknown): handle is Db {
@@ -102,7 +105,10 @@ function watched(trx: Db): [Db, PortConnection] {
   const watch = new QueryWatch();
   let provider: QueryExecutorProvider | undefined;
   const connection: PortConnection = {
-    query: (s) => runOn((provider ??= pluginFree(trx)), s),
+    query(s) {
+      provider ??= pluginFree(trx);
+      return runOn(provider, s);
+    },
     transactionStatus: () => (watch.settled ? 'transaction' : undefined),
   };
   return [trx.withPlugin(watch), connection];
