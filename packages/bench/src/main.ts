@@ -29,8 +29,10 @@ const plan = quick
     }
   : {
       loopCounts: [1, 4],
-      rounds: 5,
-      roundMs: 750,
+      // Many short rounds rather than a few long ones: the median of per-round ratios then shrugs
+      // off a slow moment of a shared machine, for the same time per variant.
+      rounds: 15,
+      roundMs: 250,
       hotRounds: 5,
       hotRoundMs: 1_000,
       alternativeMs: 2_000,
