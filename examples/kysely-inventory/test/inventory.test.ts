@@ -11,7 +11,7 @@ afterAll(() => database?.stop());
 
 it('sellers never oversell, and a seller killed mid-sale leaves the books right', async () => {
   const report = await runInventory(database.url, 4, 10);
-  expect(report.killed).toBe('seller-1');
+  expect(report.killed).toMatch(/^seller-[1-4]$/);
   expect(report.products.map((p) => [p.stock, p.sales])).toEqual([
     [0, 10],
     [0, 10],
