@@ -368,6 +368,10 @@ const closing = setTimeout(() => {
   process.stderr.write(
     `close() stuck for 5 s (${subject.poolState()}${unflushed.length ? `; never flushed: ${unflushed.join('; ')}` : ''})\n`,
   );
+  // Every section is done and reported: the controller records this as a teardown finding. Left
+  // running, a client whose end() never settles (postgres.js waits for every query and reserved
+  // connection first) kept the process alive until it was killed as "hung".
+  process.exit(3);
 }, 5_000);
 await subject.close().catch(() => undefined);
 clearTimeout(closing);
