@@ -84,7 +84,7 @@ const handWritten: Design = {
       cycle(row, key, s) {
         s.arrival = nowUs();
         return inTransaction(p, async (client) => {
-          await client.query('SELECT pg_advisory_xact_lock($1::text::bigint)', [String(key)]);
+          await client.query('SELECT pg_advisory_xact_lock($1)', [String(key)]);
           s.acquired = nowUs();
           await client.query(WORK, [row]);
           s.released = nowUs();

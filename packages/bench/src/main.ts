@@ -29,12 +29,14 @@ const plan = quick
     }
   : {
       loopCounts: [1, 4],
-      // Many short rounds rather than a few long ones: the median of per-round ratios then shrugs
-      // off a slow moment of a shared machine, for the same time per variant.
-      rounds: 15,
-      roundMs: 250,
-      hotRounds: 5,
-      hotRoundMs: 1_000,
+      // Many short rounds rather than a few long ones, for the same time per variant: the variants
+      // compared then run within a fraction of a second of each other, so the load of a shared
+      // machine, which drifts over seconds, hits them alike, and the median of per-round ratios
+      // shrugs off a slow moment.
+      rounds: 50,
+      roundMs: 75,
+      hotRounds: 10,
+      hotRoundMs: 500,
       alternativeMs: 2_000,
       memoryCycles: 100_000,
       pgbenchSeconds: 3,

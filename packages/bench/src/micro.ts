@@ -73,7 +73,7 @@ class InstantPool {
   }
 }
 
-const LOCK_SQL = 'SELECT pg_advisory_xact_lock($1::text::bigint)';
+const LOCK_SQL = 'SELECT pg_advisory_xact_lock($1)';
 const WORK_SQL = 'UPDATE bench_counter SET n = n + 1 WHERE id = $1';
 const TIMEOUT = { timeoutMs: 5_000 } as const;
 type Work = { query(text: string, values: unknown[]): Promise<unknown> };

@@ -128,7 +128,7 @@ export async function runOverhead(options: OverheadOptions): Promise<OverheadRes
       // The alternatives are far from pglock's figures and only shown at the largest loop count.
       const measured = loops === connections ? runnables : runnables.filter((r) => r.kind !== 'alternative');
       const samples = new Map<Runnable, number[]>(measured.map((r) => [r, []]));
-      for (const r of measured) await throughput(r.run, loops, Math.min(200, roundMs / 2)); // warm-up
+      for (const r of measured) await throughput(r.run, loops, Math.max(200, roundMs)); // warm-up
       // One adapter's variants run one after another, so a ratio compares figures taken seconds
       // apart; the order of the adapters and, within each, of its variants rotates every round.
       const groups = [...new Set(measured.map((r) => r.adapter))].map((adapter) =>

@@ -42,7 +42,7 @@ async function designs(): Promise<readonly (readonly [string, Burst])[]> {
         const client = await pool.connect();
         try {
           await client.query('BEGIN');
-          await client.query('SELECT pg_advisory_xact_lock($1::text::bigint)', [String(key)]);
+          await client.query('SELECT pg_advisory_xact_lock($1)', [String(key)]);
           await sleep(holdMs);
           await client.query('COMMIT');
         } finally {

@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { PrismaPg } from '@prisma/adapter-pg';
 import { eq, sql } from 'drizzle-orm';
 import { drizzle as drizzleOnNodePg } from 'drizzle-orm/node-postgres';
@@ -19,12 +20,16 @@ export interface Variant {
  * The variants of scenario 1. "hand-written" is the same ORM transaction with
  * `SELECT pg_advisory_xact_lock($1)` first; "hand-written SET LOCAL" sets `lock_timeout` with its own
  * statement before that lock (what a bounded wait costs by hand). The batch kinds are Prisma's
- * `$transaction([…])` with `$lock` first, or with a hand-written lock query first.
+ * `$transaction([…])` with `$lock` first, or with a hand-written lock query first. "work in an
+ * AsyncLocalStorage" (pg only) is the hand-written lock whose work runs in a store enabled just for it,
+ * as pglock's nesting context is: what Node's hooks alone cost, the floor of any design that nests
+ * by async context.
  */
 export type VariantKind =
   | 'withLock'
   | 'withLock + timeoutMs'
   | 'hand-written lock'
+  | 'hand-written lock, work in an AsyncLocalStorage'
   | 'hand-written SET LOCAL + lock'
   | 'no lock'
   | '$lock batch'
@@ -46,7 +51,8 @@ export interface SkippedSubject {
 
 export const TIMEOUT_MS = 5_000;
 const TIMEOUT = { timeoutMs: TIMEOUT_MS } as const;
-const LOCK_SQL = 'SELECT pg_advisory_xact_lock($1::text::bigint)';
+// What users write: the parameter's type comes from the function (the one bigint overload).
+const LOCK_SQL = 'SELECT pg_advisory_xact_lock($1)';
 const SET_LOCAL_SQL = `SET LOCAL lock_timeout = '${TIMEOUT_MS}ms'`;
 
 type Opener = (url: string, connections: number) => Promise<Subject>;
@@ -88,16 +94,30 @@ function countedPool(url: string, max: number): { readonly pool: pg.Pool; readon
   return { pool, count: countStatements(pool) };
 }
 
+// A store of the benchmark's own, enabled while some work runs in it and disabled when none does.
+const workStore = new AsyncLocalStorage<number>();
+let inWorkStore = 0;
+
+async function inStore<T>(work: () => Promise<T>): Promise<T> {
+  inWorkStore++;
+  try {
+    return await workStore.run(1, work);
+  } finally {
+    if (--inWorkStore === 0) workStore.disable();
+  }
+}
+
 async function pgSubject(url: string, max: number): Promise<Subject> {
   const { withLock } = await import('@pglock/pg');
   const { pool, count } = countedPool(url, max);
-  const plain = async (row: number, key: bigint | undefined, timed: boolean) => {
+  const plain = async (row: number, key: bigint | undefined, timed: boolean, stored = false) => {
     const client = await pool.connect();
     try {
       await client.query('BEGIN');
       if (timed) await client.query(SET_LOCAL_SQL);
       if (key !== undefined) await client.query(LOCK_SQL, [String(key)]);
-      await client.query(WORK_SQL, [row]);
+      if (stored) await inStore(() => client.query(WORK_SQL, [row]));
+      else await client.query(WORK_SQL, [row]);
       await client.query('COMMIT');
     } finally {
       client.release();
@@ -112,6 +132,10 @@ async function pgSubject(url: string, max: number): Promise<Subject> {
         run: (row, key) => withLock(pool, key, (c) => c.query(WORK_SQL, [row]), TIMEOUT),
       },
       { kind: 'hand-written lock', run: (row, key) => plain(row, key, false) },
+      {
+        kind: 'hand-written lock, work in an AsyncLocalStorage',
+        run: (row, key) => plain(row, key, false, true),
+      },
       { kind: 'hand-written SET LOCAL + lock', run: (row, key) => plain(row, key, true) },
       { kind: 'no lock', run: (row) => plain(row, undefined, false) },
     ],
@@ -143,7 +167,7 @@ async function drizzleVariants(db: DrizzleDb): Promise<Variant[]> {
   const handWritten = (timed: boolean) => (row: number, key: bigint) =>
     db.transaction(async (tx) => {
       if (timed) await tx.execute(sql.raw(SET_LOCAL_SQL));
-      await tx.execute(sql`SELECT pg_advisory_xact_lock(${String(key)}::text::bigint)`);
+      await tx.execute(sql`SELECT pg_advisory_xact_lock(${String(key)})`);
       await work(tx, row);
     });
   return [
@@ -205,7 +229,7 @@ async function kyselySubject(url: string, max: number): Promise<Subject> {
   const handWritten = (timed: boolean) => (row: number, key: bigint) =>
     db.transaction().execute(async (trx) => {
       if (timed) await kyselySql.raw(SET_LOCAL_SQL).execute(trx);
-      await kyselySql`SELECT pg_advisory_xact_lock(${String(key)}::text::bigint)`.execute(trx);
+      await kyselySql`SELECT pg_advisory_xact_lock(${String(key)})`.execute(trx);
       await work(trx, row);
     });
   return {
@@ -239,7 +263,8 @@ async function prismaSubject(url: string, max: number): Promise<Subject> {
   const handWritten = (timed: boolean) => (row: number, key: bigint) =>
     base.$transaction(async (tx) => {
       if (timed) await tx.$executeRawUnsafe(SET_LOCAL_SQL);
-      await tx.$queryRaw`SELECT 1 AS ok FROM pg_advisory_xact_lock(${String(key)}::text::bigint)`;
+      // Prisma cannot read a void column: users run the lock with $executeRaw, a bigint parameter.
+      await tx.$executeRaw`SELECT pg_advisory_xact_lock(${key})`;
       await update(tx, row);
     });
   return {
@@ -266,10 +291,7 @@ async function prismaSubject(url: string, max: number): Promise<Subject> {
       {
         kind: 'hand-written lock batch',
         run: (row, key) =>
-          base.$transaction([
-            base.$queryRaw`SELECT 1 AS ok FROM pg_advisory_xact_lock(${String(key)}::text::bigint)`,
-            update(base, row),
-          ]),
+          base.$transaction([base.$executeRaw`SELECT pg_advisory_xact_lock(${key})`, update(base, row)]),
       },
     ],
     statements: count,

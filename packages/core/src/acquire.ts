@@ -2,13 +2,14 @@ import { silentTrace, type Trace } from './diagnostics.ts';
 import { AdvisoryLockError, LockAbortedError, LockDeadlockError } from './errors.ts';
 import type { LockKey } from './lock-key.ts';
 import type { LockRequest } from './lock-options.ts';
-import type { PortConnection } from './lock-port.ts';
+import type { PortConnection, Row } from './lock-port.ts';
 import {
   keysBySpace,
   type LockScope,
   lockStatements,
   sessionUnlockStatements,
   timedLockStatement,
+  tryStatement,
   waitStatement,
 } from './lock-statements.ts';
 import { abortedError, describeKeys, queryFailed } from './messages.ts';
@@ -58,17 +59,37 @@ export function acquire(a: Acquisition): Promise<boolean> {
 
 const granted = (): true => true;
 
-/** The common wait, one key without a signal: its one statement, then `true` or {@link waitFailed}. */
+/**
+ * The common wait, one key without a signal: its one statement, then `true` or {@link waitFailed}.
+ * A bounded wait tries the key first: a free key (most calls) is then taken by the cheapest
+ * statement there is, and only a taken one pays for the bounded statement, whose longer text costs
+ * the server more to parse and plan than the lock itself (docs/protocol.md).
+ */
 function waitOne(a: Acquisition): Promise<boolean> {
   const { request, deadline } = a;
-  let stmt: Statement;
-  if (deadline === undefined) stmt = waitStatement(request.keys, a.scope, request.shared);
-  else {
-    const left = budgetLeft(deadline);
-    // Spent in the in-process queue: the general path cleans up and says so.
-    if (left === 0) return wait(a);
-    stmt = timedLockStatement(request.keys, a.scope, request.shared, left);
+  if (deadline === undefined) return send(a, waitStatement(request.keys, a.scope, request.shared));
+  // Spent in the in-process queue: the general path cleans up and says so.
+  if (budgetLeft(deadline) === 0) return wait(a);
+  let pending: Promise<readonly Row[]>;
+  try {
+    pending = a.connection.query(tryStatement(request.keys[0] as LockKey, a.scope, request.shared));
+  } catch (error) {
+    return Promise.reject(queryFailed(request, a.verb, 'locking', error));
   }
+  return pending.then(
+    (rows) => (rows.length > 0 && truthy(rows[0] as Row, 'ok') ? true : waitTimed(a, deadline)),
+    (error: unknown) => Promise.reject(tryFailed(a, error)),
+  );
+}
+
+/** The key was taken when tried: wait for it with what is left of the budget. */
+function waitTimed(a: Acquisition, deadline: number): Promise<boolean> {
+  const left = budgetLeft(deadline);
+  if (left === 0) return wait(a);
+  return send(a, timedLockStatement(a.request.keys, a.scope, a.request.shared, left));
+}
+
+function send(a: Acquisition, stmt: Statement): Promise<boolean> {
   let pending: Promise<unknown>;
   try {
     pending = a.connection.query(stmt);
@@ -76,6 +97,13 @@ function waitOne(a: Acquisition): Promise<boolean> {
     return waitFailed(a, true, error, false);
   }
   return pending.then(granted, (error: unknown) => waitFailed(a, true, error, false));
+}
+
+/** A failed try, as {@link attempt} reports it. */
+function tryFailed(a: Acquisition, error: unknown): unknown {
+  if (AdvisoryLockError.is(error)) return error;
+  if (a.scope === 'session' && isConnectionLoss(error)) return connectionFailed(a, error, false);
+  return queryFailed(a.request, a.verb, 'locking', error);
 }
 
 async function traced(a: Acquisition): Promise<boolean> {

@@ -39,6 +39,7 @@ export {
   releaseStatements,
   sessionUnlockStatements,
   timedLockStatement,
+  tryStatement,
 } from './lock-statements.ts';
 export { describeKeys } from './messages.ts';
 export {

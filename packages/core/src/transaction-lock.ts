@@ -193,12 +193,16 @@ async function ownTransaction<Db, Tx, T>(
   const trace = startTrace(request, 'transaction');
   let acquired = false;
   // The pool's wait and the ORM's BEGIN come out of the same budget, and the signal ends them too.
-  const bound = startBound(
-    deadline,
-    request.signal,
-    () => new NotTaken(notAcquiredError(request, verb)),
-    () => abortedError(request, verb, request.signal?.reason),
-  );
+  // Most calls have neither a deadline nor a signal: no bound, and no closures built for one.
+  const bound =
+    deadline === undefined && request.signal === undefined
+      ? undefined
+      : startBound(
+          deadline,
+          request.signal,
+          () => new NotTaken(notAcquiredError(request, verb)),
+          () => abortedError(request, verb, request.signal?.reason),
+        );
   try {
     const running = port.transaction(
       db,

@@ -129,6 +129,34 @@ export function timeoutSuite(ctx: SuiteContext): void {
       );
       expect(afterwards).toBe(baseline?.lock_timeout);
     });
+
+    it('a bounded wait that found the key taken and waited for it leaves lock_timeout unchanged too', async () => {
+      // A free key is taken by a plain try; only a taken one goes through the statement that sets and
+      // restores lock_timeout, so the restore is checked here, with a wait on the server.
+      const { name, key } = ctx.name('lock-timeout-waited');
+      const holder = await ctx.open();
+      const waiter = await ctx.open();
+      const [baseline] = await ctx.backdoor.query('SHOW lock_timeout');
+      let held = await holdLock(holder, name);
+      const inTx = waiter.transaction(async (tx) => {
+        await tx.sql("SET LOCAL lock_timeout = '4321ms'");
+        await tx.lock(name, { timeoutMs: 10_000 });
+        return (await tx.sql('SHOW lock_timeout'))[0]?.lock_timeout;
+      });
+      await ctx.backdoor.waitForWaiters(key, 1);
+      await held.release();
+      expect(await inTx).toBe('4321ms');
+      held = await holdLock(holder, name);
+      const inWithLock = waiter.withLock(
+        name,
+        async (sql) => (await sql('SHOW lock_timeout'))[0]?.lock_timeout,
+        { timeoutMs: 10_000 },
+      );
+      await ctx.backdoor.waitForWaiters(key, 1);
+      await held.release();
+      expect(await inWithLock).toBe(baseline?.lock_timeout);
+      expect(await ctx.backdoor.locksOn(key)).toEqual([]);
+    });
   });
 
   describe.skipIf(noContention ?? noAbort)(
