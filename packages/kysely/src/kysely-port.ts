@@ -15,7 +15,7 @@ import type {
   RootOperationNode,
   UnknownRow,
 } from 'kysely';
-import { type Kysely, type QueryExecutorProvider, sql } from 'kysely';
+import { CompiledQuery, type Kysely, type QueryExecutorProvider } from 'kysely';
 
 /** What the port is handed: a `Kysely` instance, a transaction, or the `db` of `db.connection()`. */
 export type Db = Kysely<unknown>;
@@ -41,9 +41,11 @@ function pluginFree(handle: Db): QueryExecutorProvider {
 }
 
 function runOn(provider: QueryExecutorProvider, s: Statement): Promise<readonly Row[]> {
-  // core's fragments are the template's strings, so every value is a bound parameter, never text.
-  const query = sql<Row>(s.fragments as unknown as TemplateStringsArray, ...s.values.map((v) => sql.val(v)));
-  return query.execute(provider).then(rowsOf);
+  // Compiled already: core's text has PostgreSQL's `$n` placeholders (every Kysely dialect pglock
+  // runs on is PostgreSQL's) and every value is a bound parameter, never text; nothing is built or
+  // compiled per statement.
+  const query = CompiledQuery.raw(s.text, s.values as unknown[]) as CompiledQuery<Row>;
+  return provider.getExecutor().executeQuery(query).then(rowsOf);
 }
 
 const rowsOf = (result: QueryResult<Row>): readonly Row[] => result.rows;
@@ -65,9 +67,11 @@ function isTransaction(handle: unknown): handle is Db {
 }
 
 const connections = new WeakMap<object, PortConnection>();
-// The database of each transaction pglock opened: a cancel of a wait inside it borrows a connection
-// there (a transaction cannot lend one, and Kysely does not say where it came from).
-const roots = new WeakMap<object, Db>();
+// The database of each transaction pglock opened, kept on the handle pglock made for the callback:
+// a cancel of a wait inside it borrows a connection there (a transaction cannot lend one, and Kysely
+// does not say where it came from). A property, not a WeakMap entry per transaction.
+const ROOT = Symbol('pglock.kysely.root');
+type Rooted = Db & { [ROOT]?: Db };
 
 const connectionFor = (trx: Db): PortConnection =>
   cached(connections, trx, () => ({ query: (s) => run(trx, s) }));
@@ -153,7 +157,7 @@ async function isPostgresJs(conn: Db): Promise<boolean> {
  * its heartbeat reads `pg_locks` from another connection, never writing to a pinned postgres.js one.
  */
 function kyselyPortWith(control: Db | undefined): LockPort<Db, Db> {
-  const controlOf = (db: Db): Db => control ?? roots.get(db) ?? db;
+  const controlOf = (db: Db): Db => control ?? (db as Rooted)[ROOT] ?? db;
   return {
     name: '@pglock/kysely',
     transactionSettings: ['isolationLevel', 'accessMode'],
@@ -164,7 +168,7 @@ function kyselyPortWith(control: Db | undefined): LockPort<Db, Db> {
       if (settings.accessMode !== undefined) builder = builder.setAccessMode(settings.accessMode);
       return builder.execute((trx) => {
         const [handle, connection] = watched(trx);
-        roots.set(handle, db);
+        (handle as Rooted)[ROOT] = db;
         return body(handle, connection);
       });
     },
