@@ -218,7 +218,7 @@ export function waitStatement(keys: readonly LockKey[], scope: LockScope, shared
  * ```ts
  * import { lockRequest, tryStatement } from '@pglock/core/adapter';
  *
- * const [key] = lockRequest('job').keys;
+ * const key = lockRequest('job').keys[0]!;
  * const statement = tryStatement(key, 'transaction', false);
  * ```
  */

@@ -77,10 +77,19 @@ export function startBound(
           },
         );
         if (deadline !== undefined) {
-          timer = setTimeout(() => giveUp(late), Math.max(0, deadline - performance.now()));
+          timer = setTimeout(() => giveUp(late), timerDelay(deadline));
         }
         if (signal !== undefined) unsubscribe = onAbort(signal, () => giveUp(aborted));
       });
     },
   };
+}
+
+/**
+ * Whole milliseconds until `deadline`, rounded up (the timer never fires before it). Node keeps one
+ * timer list per distinct delay: a fractional delay, different on every call, made a new list and a
+ * priority-queue entry per call, and removed them again when the call was answered in time.
+ */
+export function timerDelay(deadline: number): number {
+  return Math.max(0, Math.ceil(deadline - performance.now()));
 }

@@ -1,5 +1,6 @@
 import { onAbort } from './abort-listeners.ts';
 import type { LockKey } from './lock-key.ts';
+import { timerDelay } from './start-bound.ts';
 
 /**
  * The in-process queue in front of the server. Callers of one process that want the same key line up
@@ -181,7 +182,7 @@ function waitTurn(
     };
     slot.waiting.push(entry);
     if (deadline !== undefined) {
-      timer = setTimeout(() => quit('timeout'), Math.max(0, deadline - performance.now()));
+      timer = setTimeout(() => quit('timeout'), timerDelay(deadline));
     }
     if (signal !== undefined) {
       if (signal.aborted) {
