@@ -1,8 +1,12 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
 import type { PortConnection } from './lock-port.ts';
+import { currentContext } from './nesting.ts';
 
 /** What the hook saw while one transaction's callback ran. */
 type Watch = { failed: boolean; readonly unscoped: number };
+
+/** Where a watched connection keeps its watch (module-private: nothing else reads or forges it). */
+const WATCH = Symbol('pglock.failureWatch');
+type WatchedConnection = PortConnection & { readonly [WATCH]?: Watch };
 
 /**
  * A transaction's status for an ORM that says neither that a statement failed inside its
@@ -15,14 +19,20 @@ export interface FailureWatch {
   /** The hook: runs `operation` and notes its failure. */
   observe<T>(operation: () => PromiseLike<T>): Promise<T>;
   /**
-   * Runs `body` as one transaction's callback, with `connection` plus a `transactionStatus` that
-   * answers from what the hook saw meanwhile.
+   * Runs `body` as one transaction's body, with `connection` plus a `transactionStatus` that
+   * answers from what the hook saw while core ran the callback on that connection.
    */
   run<R>(connection: PortConnection, body: (watched: PortConnection) => Promise<R>): Promise<R>;
 }
 
 /**
  * A new {@link FailureWatch}.
+ *
+ * A failure is scoped by core's own lock context, the `AsyncLocalStorage` that core runs every
+ * callback in for its nesting rule: the hook reads the context it runs in and marks the watch of
+ * that context's connection. A store of its own would be a second store enabled beside core's, and
+ * on Node 20 and 22 every enabled store adds its work to every promise of the process (Prisma makes
+ * dozens per query).
  *
  * @example
  * ```ts
@@ -34,33 +44,44 @@ export interface FailureWatch {
  * ```
  */
 export function failureWatch(): FailureWatch {
-  const watches = new AsyncLocalStorage<Watch>();
   // Failed operations seen outside any watched callback: each makes every running transaction check.
   let unscoped = 0;
-  // Enabled only while a watched callback runs: on Node 20 and 22 an enabled store makes every
-  // promise of the process pay for promise hooks (see nesting.ts).
-  let running = 0;
+  // Failures counted as unscoped, so that pglock's own statement that failed can take its count back.
+  const counted = new WeakSet<object>();
   return {
     async observe(operation) {
       try {
         return await operation();
       } catch (error) {
-        const watch = watches.getStore();
+        const watch = (currentContext()?.connection as WatchedConnection | undefined)?.[WATCH];
         if (watch) watch.failed = true;
-        else unscoped++;
+        else {
+          unscoped++;
+          if (typeof error === 'object' && error !== null) counted.add(error);
+        }
         throw error;
       }
     },
-    async run(connection, body) {
+    run(connection, body) {
       const watch: Watch = { failed: false, unscoped };
-      const transactionStatus = () =>
-        !watch.failed && watch.unscoped === unscoped ? ('transaction' as const) : undefined;
-      running++;
-      try {
-        return await watches.run(watch, body, { ...connection, transactionStatus });
-      } finally {
-        if (--running === 0) watches.disable();
-      }
+      const watched: WatchedConnection = {
+        ...connection,
+        // pglock's own statements run before the callback, outside its context: one that fails (a
+        // wait that timed out or was cancelled) fails this call, which rolls back anyway, and must
+        // not make every other running transaction ask PostgreSQL before its commit.
+        query: async (statement) => {
+          try {
+            return await connection.query(statement);
+          } catch (error) {
+            if (typeof error === 'object' && error !== null && counted.delete(error)) unscoped--;
+            throw error;
+          }
+        },
+        transactionStatus: () =>
+          !watch.failed && watch.unscoped === unscoped ? ('transaction' as const) : undefined,
+        [WATCH]: watch,
+      };
+      return body(watched);
     },
   };
 }

@@ -39,6 +39,11 @@ const shared = globalThis as Record<symbol, unknown>;
 if (shared[STATE] === undefined) shared[STATE] = { storage: new AsyncLocalStorage(), running: 0 };
 const state = shared[STATE] as ContextState;
 
+/** The innermost context of the running code, open or not (undefined outside every callback). */
+export function currentContext(): LockContext | undefined {
+  return state.storage.getStore();
+}
+
 /** The running context that `handle` belongs to: its root database, or its transaction. */
 export function contextFor(handle: unknown): LockContext | undefined {
   for (let context = state.storage.getStore(); context !== undefined; context = context.parent) {
