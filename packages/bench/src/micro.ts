@@ -105,10 +105,15 @@ function median(values: readonly number[]): number {
   return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
 
+/** Longer than the moment pglock's store stays enabled after its last callback (10 ms). */
+const SETTLE_MS = 25;
+const settle = () => new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
+
 /**
  * Runs the variants in interleaved rounds (the order rotates) and reports medians. pglock enables its
- * `AsyncLocalStorage` only while a callback runs, so the hand-written sequence runs with none
- * enabled, as an app's other queries do between locks; `handWrittenHooked` runs it with a store of
+ * `AsyncLocalStorage` only while a callback runs (and 10 ms after: each round starts once that has
+ * lapsed), so the hand-written sequence runs with none enabled, as an app's other queries do between
+ * locks; `handWrittenHooked` runs it with a store of
  * its own enabled around each of its rounds (what an app with OpenTelemetry pays on every promise).
  *
  * @example
@@ -146,6 +151,9 @@ export async function runMicro(options: { rounds: number; callsPerRound: number 
   for (let round = 0; round < rounds; round++) {
     for (let i = 0; i < names.length; i++) {
       const name = names[(i + round) % names.length]!;
+      // pglock keeps its store enabled for a moment after its last callback (core's nesting.ts):
+      // let it lapse, so that every round starts as an app's other code runs, with no store enabled.
+      await settle();
       samples.get(name)!.push(await measure(name));
     }
   }

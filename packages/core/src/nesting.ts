@@ -30,7 +30,17 @@ interface ContextState {
   readonly storage: AsyncLocalStorage<LockContext>;
   /** Callbacks running in a context, in every copy of this module. */
   running: number;
+  /** Pending: disable the store if no callback runs by then (absent in a copy that predates it). */
+  idle?: ReturnType<typeof setTimeout> | undefined;
 }
+
+/**
+ * How long the store stays enabled once no callback runs. Turning Node's promise hooks on and off
+ * is not free (a `setPromiseHooks` each way): with calls back to back, every callback's end found
+ * none running for an instant and paid both. Ten milliseconds spans those instants, and still
+ * leaves an app that takes a lock now and then without the hooks nearly all the time.
+ */
+const IDLE_MS = 10;
 
 // One store per process, not per copy of this module: an app that loads pglock both as ESM and as
 // CommonJS still sees one callback's lock from the other copy (the key names the state's shape).
@@ -64,7 +74,7 @@ export function contextOfTransaction(tx: unknown): LockContext | undefined {
  * Runs `fn(arg)` with `context` as the current lock context (the argument spares a closure per
  * call), and closes the context when `fn` settles.
  *
- * The store is enabled only while some callback runs. On Node 20 and 22 an enabled
+ * The store is enabled only while some callback runs, and 10 ms after. On Node 20 and 22 an enabled
  * `AsyncLocalStorage` installs promise hooks that every promise of the process pays for (about a
  * third more CPU per node-postgres transaction, measured by the bench's scenario 0): an app that
  * takes a lock now and then should not pay for it on every other query. Disabling it with nothing
@@ -81,6 +91,16 @@ export async function runInContext<A, T>(
     return await state.storage.run(context, fn, arg);
   } finally {
     context.open = false;
-    if (--state.running === 0) state.storage.disable();
+    if (--state.running === 0 && state.idle === undefined) {
+      state.idle = setTimeout(disableIfIdle, IDLE_MS);
+      // Never what keeps the process alive.
+      state.idle.unref?.();
+    }
   }
+}
+
+function disableIfIdle(): void {
+  state.idle = undefined;
+  // A callback that started meanwhile schedules the next check when it ends.
+  if (state.running === 0) state.storage.disable();
 }
