@@ -238,7 +238,7 @@ export function markdown(results: BenchResults): string {
         ],
       ],
     ),
-    `pglock enables its nesting context (an \`AsyncLocalStorage\`) only while a callback runs: on Node 20 and 22 an enabled store charges every promise of the process. The hand-written sequence above runs with none enabled, as an app's other queries do between locks; with a store of someone else's enabled (OpenTelemetry, a web framework's request context) it costs ${n2(micro.handWrittenHookedUs)} µs.`,
+    `pglock enables its nesting context (an \`AsyncLocalStorage\`) only while a callback runs, and 10 ms after (each round starts once that has lapsed): on Node 20 and 22 an enabled store charges every promise of the process. The hand-written sequence above runs with none enabled, as an app's other queries do between locks; with a store of someone else's enabled (OpenTelemetry, a web framework's request context) it costs ${n2(micro.handWrittenHookedUs)} µs.`,
     '## 1. Overhead per locked transaction (uncontended, distinct keys)',
     'Each operation is a transaction that increments one counter row; every loop has its own row and every operation its own lock key. ' +
       '"hand-written lock" is `SELECT pg_advisory_xact_lock($1)` as the first statement of the same ORM transaction; "SET LOCAL + lock" sets `lock_timeout` with a statement of its own first (a bounded wait by hand, one more round trip); "no lock" is the same transaction without a lock; "work in an AsyncLocalStorage" (pg) is the hand-written lock with its work run in a store enabled just for it, as pglock runs its callback: what Node\'s hooks cost alone, the floor of any design that nests by async context. ' +
