@@ -30,8 +30,8 @@ interface ContextState {
   readonly storage: AsyncLocalStorage<LockContext>;
   /** Callbacks running in a context, in every copy of this module. */
   running: number;
-  /** Pending: disable the store if no callback runs by then (absent in a copy that predates it). */
-  idle?: ReturnType<typeof setTimeout> | undefined;
+  /** Pending: disable the store if no callback runs by then. */
+  idle: ReturnType<typeof setTimeout> | undefined;
 }
 
 /**
@@ -44,9 +44,16 @@ const IDLE_MS = 10;
 
 // One store per process, not per copy of this module: an app that loads pglock both as ESM and as
 // CommonJS still sees one callback's lock from the other copy (the key names the state's shape).
-const STATE = Symbol.for('pglock.lockContext.v2');
+// Sealed: Jest 30 soft-deletes the properties of what a test file left on the global at teardown,
+// and its setter for a plain property calls itself (jestjs/jest#16044, #16443; fix #16210 unmerged),
+// so the idle timer's write after a test file ended overflowed the stack and crashed the Jest run
+// (found by CI's Jest consumer app). Jest leaves a property that is not configurable alone.
+const STATE = Symbol.for('pglock.lockContext.v3');
 const shared = globalThis as Record<symbol, unknown>;
-if (shared[STATE] === undefined) shared[STATE] = { storage: new AsyncLocalStorage(), running: 0 };
+if (shared[STATE] === undefined) {
+  const fresh: ContextState = { storage: new AsyncLocalStorage(), running: 0, idle: undefined };
+  shared[STATE] = Object.seal(fresh);
+}
 const state = shared[STATE] as ContextState;
 
 /** The innermost context of the running code, open or not (undefined outside every callback). */
