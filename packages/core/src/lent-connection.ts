@@ -70,9 +70,10 @@ export function lentControl(lent: LentConnection): ControlConnection {
 /**
  * A session lock's pin over a lent connection. Its lock state unknown at release, every session lock
  * is cleared before the pool gets it back (bounded: a statement on a dead connection may never
- * settle). On a fragile driver only while another connection (`control`) says its backend lives;
- * with no answer yet the pin is kept and asked about again in the background, so a busy pool gets
- * it back later instead of never; the heartbeat runs from `control` too, never writing to the pin.
+ * settle). On a fragile driver only while another connection (`control`) says its backend lives,
+ * asked before `release` resolves; with no answer in time the pin is kept and asked about again in
+ * the background, so a busy pool gets it back later instead of never; the heartbeat runs from
+ * `control` too, never writing to the pin.
  *
  * @example
  * ```ts
@@ -113,12 +114,15 @@ export async function lentPin(
     );
     return within(answer, CLEANUP_MS, 'busy').catch(() => undefined);
   };
-  const clearFragile = async (): Promise<void> => {
-    for (let round = 0; round < RECHECKS; round++) {
-      const lives = await alive();
-      if (lives === false) return;
-      if (lives === true) return settle(!state.died && (await clear()));
+  // `true` once the answer settled the pin (handed back, or kept off a dead backend for good).
+  const settleOn = async (lives: boolean | undefined): Promise<boolean> => {
+    if (lives === true) await settle(!state.died && (await clear()));
+    return lives !== undefined;
+  };
+  const recheck = async (): Promise<void> => {
+    for (let round = 1; round < RECHECKS; round++) {
       await new Promise((resolve) => setTimeout(resolve, RECHECK_MS).unref());
+      if (await settleOn(await alive())) return;
     }
   };
   return {
@@ -128,7 +132,11 @@ export async function lentPin(
     async release(status) {
       if (status === 'clean' || status === 'dead' || state.died) return settle(status === 'clean');
       if (!lent.fragile) return settle(await clear());
-      void clearFragile().catch(() => undefined);
+      // The first answer is awaited: the app may close its pool as soon as this call returns, and
+      // a connection pglock still held then keeps that close from settling (postgres.js's end()
+      // never settles for a connection reserved when it was called, even once it is released).
+      // Only a pool too busy to answer in time leaves the pin to the rechecks in the background.
+      if (!(await settleOn(await alive()))) void recheck().catch(() => undefined);
     },
   };
 }

@@ -1,4 +1,5 @@
 import type { ChaosCrash, ChaosResult } from './chaos.ts';
+import { upstreamIssueOf } from './teardown-evidence.ts';
 
 /**
  * Crashes that fail a run: every crash except a postgres.js write-timer crash whose fatal write was
@@ -57,7 +58,14 @@ export function formatChaos(result: ChaosResult): string {
   for (const violation of result.violations.slice(0, 20)) {
     lines.push(`  VIOLATION ${violation.kind} on ${violation.key}: ${violation.detail}`);
   }
-  for (const teardown of result.teardowns) lines.push(`open teardown finding (not a failure): ${teardown}`);
+  for (const teardown of result.teardowns) {
+    const issue = upstreamIssueOf(teardown);
+    lines.push(
+      issue
+        ? `teardown finding, upstream ${issue} (not a failure): ${teardown}`
+        : `open teardown finding, no known cause (not a failure): ${teardown}`,
+    );
+  }
   for (const crash of result.crashes) {
     if (crash.knownBug) lines.push(`  excused crash of ${crash.adapter}: ${crash.knownBug}`);
     else {

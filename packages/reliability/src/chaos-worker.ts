@@ -28,6 +28,7 @@ import {
 } from './chaos-schema.ts';
 import { watchPostgresJsWrites } from './postgres-js-writes.ts';
 import { type Sql, subjectNamed } from './subjects.ts';
+import { TeardownEvidence } from './teardown-evidence.ts';
 
 const [subjectName, laneText, worker, deadlineText] = process.argv.slice(2);
 const url = process.env.DATABASE_URL;
@@ -37,6 +38,7 @@ if (!subjectName || !laneText || !worker || !deadlineText || !url) {
 const lane = laneText as ChaosLane;
 const definition = subjectNamed(subjectName);
 const watch = definition.driver === 'postgres.js' ? watchPostgresJsWrites() : undefined;
+const evidence = new TeardownEvidence(definition.name);
 
 // Where each open pglock call is, from core's diagnostics channels: a stuck step says whether it
 // waits before the lock (for a pooled connection, BEGIN or the lock itself) or after (its callback,
@@ -271,7 +273,10 @@ async function campaign(): Promise<void> {
     },
     onError: (error) => {
       if (lane === 'pgbouncer' && LockUsageError.is(error)) stats.leaderRefused++;
-      else stats.errors++;
+      else {
+        stats.errors++;
+        evidence.note(error);
+      }
     },
   });
   await sleep(200 + random(1_000));
@@ -355,6 +360,7 @@ while (Date.now() < deadline) {
     if (LockNotAcquiredError.is(error)) stats.timedOut++;
     else {
       stats.errors++;
+      evidence.note(error);
       if (process.env.CHAOS_VERBOSE) process.stderr.write(`error: ${String(error)}\n`);
       // A connection that just died is replaced by the pool on the next call; do not spin on it.
       await sleep(20);
@@ -366,7 +372,7 @@ say({ event: 'done', ...stats });
 const closing = setTimeout(() => {
   const unflushed = watch?.unflushed() ?? [];
   process.stderr.write(
-    `close() stuck for 5 s (${subject.poolState()}${unflushed.length ? `; never flushed: ${unflushed.join('; ')}` : ''})\n`,
+    `close() stuck for 5 s (${subject.poolState()}${unflushed.length ? `; never flushed: ${unflushed.join('; ')}` : ''}; ${evidence.explain()})\n`,
   );
   // Every section is done and reported: the controller records this as a teardown finding. Left
   // running, a client whose end() never settles (postgres.js waits for every query and reserved

@@ -440,6 +440,27 @@ export function sessionLocksSuite(ctx: SuiteContext): void {
         await expectRefused(await ctx.open({ url: transactionUrl }), name, key);
       });
 
+      const noCount = missing(capabilities, 'countsStatements', 'the harness cannot count statements');
+      it.skipIf(noCount)(
+        `once the refusal is answered, pglock sends nothing more and keeps no connection: the app's pool closes at once${skipped(noCount)}`,
+        async () => {
+          const { name } = ctx.name('bouncer-teardown');
+          const instance = await ctx.open({ url: transactionUrl });
+          const refused = await settlesWithin(
+            outcome(sessionVerbs(instance.locks).acquireSessionLock(name)),
+            10_000,
+            'the refused session lock',
+          );
+          expect(refused.ok, 'a session lock through a transaction-mode pooler was accepted').toBe(false);
+          // Work left running after the answer (a connection still held, cleared in the background)
+          // is what kept a postgres.js pool's end() from ever settling when the app closed it next.
+          const after = instance.statementCount();
+          await sleep(300);
+          expect(instance.statementCount() - after, 'statements pglock sent after its answer').toBe(0);
+          await settlesWithin(instance.close(), 900, 'close() right after the refusal');
+        },
+      );
+
       it('refused also when the pool has one connection (max: 1), as `pglock run` uses', async () => {
         const { name, key } = ctx.name('bouncer-max-1');
         await expectRefused(await ctx.open({ url: transactionUrl, max: 1 }), name, key);

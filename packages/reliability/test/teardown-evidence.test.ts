@@ -1,0 +1,77 @@
+import { drizzle } from 'drizzle-orm/node-postgres';
+import pg from 'pg';
+import postgres from 'postgres';
+import { expect, inject, it } from 'vitest';
+import { TeardownEvidence, upstreamIssueOf } from '../src/teardown-evidence.ts';
+
+// The two upstream bugs a chaos worker's stuck close is reported by, reproduced with the driver or
+// ORM alone (no pglock): if one stops reproducing, the upstream fix has landed and the chaos report
+// (and docs/reliability.md) should say so.
+
+it('a statement in flight when its backend is terminated: postgres.js end() waits out its timeout (porsager/postgres#1097)', async () => {
+  const url = inject('databaseUrl');
+  const admin = new pg.Client(url);
+  await admin.connect();
+  const sql = postgres(url, { max: 1, onnotice: () => undefined });
+  try {
+    const [row] = await sql<{ pid: number }[]>`SELECT pg_backend_pid() AS pid`;
+    const sleeping = sql`SELECT pg_sleep(5)`.then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    await expect
+      .poll(
+        async () =>
+          (
+            await admin.query(`SELECT 1 FROM pg_stat_activity WHERE pid = $1 AND state = 'active'`, [
+              row?.pid,
+            ])
+          ).rowCount,
+      )
+      .toBe(1);
+    await admin.query('SELECT pg_terminate_backend($1)', [row?.pid]);
+    const error = await sleeping;
+    expect((error as { code?: unknown }).code).toBe('CONNECTION_CLOSED');
+    const evidence = new TeardownEvidence('drizzle-postgres-js');
+    evidence.note(new Error('the lock call failed', { cause: error }));
+    expect(upstreamIssueOf(evidence.explain())).toBe('porsager/postgres#1097');
+    const started = performance.now();
+    await sql.end({ timeout: 1 });
+    expect(performance.now() - started, 'end() settled before its timeout: #1097 fixed?').toBeGreaterThan(
+      900,
+    );
+  } finally {
+    await admin.end();
+  }
+});
+
+it('Drizzle on node-postgres: a failed BEGIN leaves its client checked out, which pool.end() waits for (drizzle-team/drizzle-orm#6241)', async () => {
+  const pool = new pg.Pool({ connectionString: inject('databaseUrl'), max: 2 });
+  pool.on('error', () => undefined);
+  pool.on('connect', (client) => client.on('error', () => undefined));
+  // The connection dies as Drizzle checks it out, so its BEGIN fails (a fault, on a real socket).
+  pool.once('acquire', (client) => {
+    (client as unknown as { connection: { stream: { destroy(): void } } }).connection.stream.destroy();
+  });
+  const error = await drizzle({ client: pool })
+    .transaction(async () => 'ran')
+    .then(
+      () => undefined,
+      (failure: unknown) => failure,
+    );
+  expect(String((error as Error).message)).toMatch(/^Failed query: begin/);
+  expect({ total: pool.totalCount, idle: pool.idleCount }, 'the client was released: #6241 fixed?').toEqual({
+    total: 1,
+    idle: 0,
+  });
+  const evidence = new TeardownEvidence('drizzle-node-postgres');
+  evidence.note(error);
+  expect(upstreamIssueOf(evidence.explain())).toBe('drizzle-team/drizzle-orm#6241');
+  // pool.end() would never settle; the leaked client's socket is gone, so nothing is left running.
+});
+
+it('a worker whose failures point to no known bug is reported as open', () => {
+  const evidence = new TeardownEvidence('kysely-postgres-js');
+  evidence.note(new Error('something else'));
+  expect(upstreamIssueOf(evidence.explain())).toBeUndefined();
+});
