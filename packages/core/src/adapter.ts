@@ -43,6 +43,7 @@ export {
 } from './lock-statements.ts';
 export { describeKeys } from './messages.ts';
 export {
+  claimNodePostgresClient,
   guardNodePostgresClient,
   isNodePostgresPool,
   type NodePostgresClient,

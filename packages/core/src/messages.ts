@@ -1,5 +1,5 @@
-import { LockAbortedError, LockNotAcquiredError, LockQueryError } from './errors.ts';
-import { formatLockKey } from './lock-key.ts';
+import { LockAbortedError, LockNotAcquiredError, LockQueryError, LockUsageError } from './errors.ts';
+import { formatLockKey, type LockKey } from './lock-key.ts';
 import type { LockRequest } from './lock-options.ts';
 
 /** "lock \"job\"" or "3 locks (\"a\", \"b\", 42)", for messages. */
@@ -71,5 +71,16 @@ export function queryFailed(
       keys: request.keys,
       cause,
     },
+  );
+}
+
+/**
+ * A lock call inside a `withSessionLock` callback for `key`, which that callback's session holds: it
+ * would wait for itself (see `heldBySession`), so it is refused before any SQL.
+ */
+export function heldBySessionError(request: LockRequest, verb: string, key: LockKey): LockUsageError {
+  return new LockUsageError(
+    `${verb}: the lock ${formatLockKey(key)} is held by the running withSessionLock callback's session; this call would wait on another connection for that session, which never ends while the callback waits. The callback already holds it: do the work without a second lock, or pass every key to one call.`,
+    { keys: request.keys },
   );
 }

@@ -1,5 +1,12 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { compareLockKeys, type LockKey } from './lock-key.ts';
 import type { PortConnection } from './lock-port.ts';
+
+/** The keys a running `withSessionLock` callback's session holds, and in which mode. */
+export interface SessionHold {
+  readonly keys: readonly LockKey[];
+  readonly shared: boolean;
+}
 
 /**
  * A transaction pglock opened (or nested into) that is running its callback. A lock call made inside
@@ -24,6 +31,11 @@ export interface LockContext {
    * transaction that has ended, whose connection may be serving another caller by then.
    */
   open: boolean;
+  /**
+   * Set for a `withSessionLock` callback: not a transaction to nest in (`tx` is undefined), but the
+   * keys its session holds on a connection of its own, which no lock call from the callback can use.
+   */
+  readonly session?: SessionHold | undefined;
 }
 
 interface ContextState {
@@ -64,7 +76,8 @@ export function currentContext(): LockContext | undefined {
 /** The running context that `handle` belongs to: its root database, or its transaction. */
 export function contextFor(handle: unknown): LockContext | undefined {
   for (let context = state.storage.getStore(); context !== undefined; context = context.parent) {
-    if (context.open && (context.root === handle || context.tx === handle)) return context;
+    if (context.open && context.session === undefined && (context.root === handle || context.tx === handle))
+      return context;
   }
   return undefined;
 }
@@ -72,7 +85,24 @@ export function contextFor(handle: unknown): LockContext | undefined {
 /** The context whose transaction runs on `connection`-owning handle `tx`, if pglock opened it. */
 export function contextOfTransaction(tx: unknown): LockContext | undefined {
   for (let context = state.storage.getStore(); context !== undefined; context = context.parent) {
-    if (context.open && context.tx === tx) return context;
+    if (context.open && context.session === undefined && context.tx === tx) return context;
+  }
+  return undefined;
+}
+
+/**
+ * A key of `keys` that a running `withSessionLock` callback on `root` holds in a mode that conflicts
+ * with `shared` (undefined when none). A lock call for it from that callback would wait, on another
+ * connection, for the callback's own session: PostgreSQL sees no deadlock there, so it waits forever.
+ */
+export function heldBySession(root: unknown, keys: readonly LockKey[], shared: boolean): LockKey | undefined {
+  for (let context = state.storage.getStore(); context !== undefined; context = context.parent) {
+    const session = context.session;
+    if (session === undefined || !context.open || context.root !== root || (shared && session.shared))
+      continue;
+    for (const key of keys) {
+      if (session.keys.some((held) => compareLockKeys(held, key) === 0)) return key;
+    }
   }
   return undefined;
 }

@@ -196,6 +196,34 @@ function claim(client: NodePostgresClient): NodePostgresClient {
 }
 
 /**
+ * Marks a lone node-postgres client as running a pglock transaction until the returned function is
+ * called; `LockUsageError` when it already is. For an adapter whose ORM opens the transaction itself
+ * on the client: claim before the ORM sends BEGIN, since a second BEGIN on the same session joins the
+ * running transaction, and its lock statement then succeeds there (re-entrant): two holders at once.
+ *
+ * @example
+ * ```ts
+ * import { claimNodePostgresClient } from '@pglock/core/adapter';
+ *
+ * const unclaim = claimNodePostgresClient(client);
+ * try {
+ *   await db.transaction(body);
+ * } finally {
+ *   unclaim();
+ * }
+ * ```
+ */
+export function claimNodePostgresClient(client: NodePostgresClient): () => void {
+  claim(client);
+  let claimed = true;
+  return () => {
+    if (!claimed) return;
+    claimed = false;
+    busyClients.delete(client);
+  };
+}
+
+/**
  * Runs `body` in `BEGIN … COMMIT` on one client: checked out of `db` when it is a pool, else `db`
  * itself (one transaction at a time). `body` throwing rolls back; a COMMIT that PostgreSQL answers
  * with ROLLBACK is `TransactionRolledBackError`; a client whose connection failed meanwhile, or whose

@@ -13,8 +13,8 @@ import {
 } from './lock-options.ts';
 import type { ControlConnection, LockPort, PinnedConnection, PortConnection } from './lock-port.ts';
 import { backendPidStatement, releaseStatements, sessionUnlockStatements } from './lock-statements.ts';
-import { abortedError, describeKeys, notAcquiredError, queryFailed } from './messages.ts';
-import { contextFor } from './nesting.ts';
+import { abortedError, describeKeys, heldBySessionError, notAcquiredError, queryFailed } from './messages.ts';
+import { contextFor, currentContext, heldBySession, type LockContext, runInContext } from './nesting.ts';
 import { cell } from './row-cell.ts';
 import { within } from './run-cancellable.ts';
 import { type Statement, statementText } from './statement.ts';
@@ -102,6 +102,8 @@ export async function takeSessionLock<Db>(
   );
   const pin = port.pin?.bind(port);
   if (pin === undefined) throw new LockUsageError(`${verb}: ${port.name} offers no session locks.`);
+  const selfHeld = heldBySession(db, request.keys, request.shared);
+  if (selfHeld !== undefined) throw heldBySessionError(request, verb, selfHeld);
   if (contextFor(db) !== undefined || port.connectionOf(db) !== undefined) {
     throw new LockUsageError(
       `${verb}: a session lock pins a connection of its own, and was given a transaction. Pass the database (pool) itself, or use lock(tx, …) for a lock that lasts until the transaction ends.`,
@@ -314,6 +316,9 @@ export function heldStatement(
   return statementText(text).bind(values);
 }
 
+// Module-private: the method is not part of the handle apps get.
+const callbackContext = Symbol('pglock.sessionCallbackContext');
+
 class HeldSessionLock implements SessionLock {
   readonly keys: readonly LockKey[];
   readonly pid: number;
@@ -361,6 +366,20 @@ class HeldSessionLock implements SessionLock {
 
   get key(): LockKey {
     return this.keys[0] as LockKey;
+  }
+
+  /** The lock context of a `withSessionLock` callback: what this session holds, on which database. */
+  [callbackContext](): LockContext {
+    return {
+      root: this.#db as object,
+      tx: undefined,
+      connection: this.#pinned,
+      depth: 0,
+      parent: currentContext(),
+      busy: false,
+      open: true,
+      session: { keys: this.keys, shared: this.#request.shared },
+    };
   }
 
   get signal(): AbortSignal {
@@ -474,7 +493,10 @@ export async function runWithSessionLock<T>(
 ): Promise<T> {
   let result: T;
   try {
-    result = await fn(handle.signal);
+    // The callback runs in a context that names what its session holds: a lock call there for one of
+    // those keys would wait for this session, and is refused instead.
+    const context = handle instanceof HeldSessionLock ? handle[callbackContext]() : undefined;
+    result = await (context === undefined ? fn(handle.signal) : runInContext(context, fn, handle.signal));
   } catch (error) {
     await handle.release().catch(() => undefined);
     throw error;

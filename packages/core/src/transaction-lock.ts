@@ -10,8 +10,14 @@ import {
 import type { LockOptions, LockRequest, LockTarget } from './lock-options.ts';
 import { lockRequest } from './lock-options.ts';
 import type { LockPort, PortConnection, TransactionRequest } from './lock-port.ts';
-import { abortedError, describeKeys, notAcquiredError } from './messages.ts';
-import { contextFor, contextOfTransaction, type LockContext, runInContext } from './nesting.ts';
+import { abortedError, describeKeys, heldBySessionError, notAcquiredError } from './messages.ts';
+import {
+  contextFor,
+  contextOfTransaction,
+  heldBySession,
+  type LockContext,
+  runInContext,
+} from './nesting.ts';
 import { cell } from './row-cell.ts';
 import { heldStatement } from './session-lock.ts';
 import { SqlState, sqlStateOf } from './sql-state.ts';
@@ -139,6 +145,8 @@ function startLocked<Db, Tx, T>(
   const { port, db } = scope;
   const settings = settingsFor(scope, options, verb);
   let request = requestFor(target, options, scope.defaults, attempt, verb);
+  const selfHeld = heldBySession(db, request.keys, request.shared);
+  if (selfHeld !== undefined) throw heldBySessionError(request, verb, selfHeld);
   const nestIn = contextFor(db) ?? outerTransaction(port, db);
   if (request.timeoutMs === undefined && port.defaultTimeoutMs !== undefined) {
     // A nested call waits inside a running transaction, as lock(tx) does.

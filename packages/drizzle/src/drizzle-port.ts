@@ -1,7 +1,9 @@
 import { LockUsageError } from '@pglock/core';
 import type * as port from '@pglock/core/adapter';
 import {
+  claimNodePostgresClient,
   guardNodePostgresClient,
+  isNodePostgresPool,
   nodePostgresConnection,
   openNodePostgresClient,
   openPostgresJs,
@@ -132,7 +134,10 @@ export const drizzlePort: port.LockPort<DrizzleDatabaseLike, unknown> = {
     return found?.tx ? connectionOf(found) : undefined;
   },
   async transaction(db, { settings }, body) {
-    const { driver } = drizzleHandle(db, 'withLock');
+    const { driver, client } = drizzleHandle(db, 'withLock');
+    // A lone pg.Client: Drizzle would send a second BEGIN into the running transaction.
+    const unclaim =
+      driver === 'NodePgSession' && !isNodePostgresPool(client) ? claimNodePostgresClient(client) : undefined;
     const given = settings.isolationLevel ?? settings.accessMode ?? settings.deferrable;
     // pg-pool takes its 'error' listener off a checked-out client (drizzle-orm 1.0 adds its own): a
     // backend that dies while the callback runs no statement must not be an unhandled 'error' event.
@@ -155,6 +160,7 @@ export const drizzlePort: port.LockPort<DrizzleDatabaseLike, unknown> = {
       throw (resolved && refusedCommitError(error, driver === 'PostgresJsSession', 'withLock')) || error;
     } finally {
       unguard?.();
+      unclaim?.();
     }
   },
   query(db, s) {

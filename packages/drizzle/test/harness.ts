@@ -45,8 +45,16 @@ const network: Capabilities = {
 };
 /** Session locks over a `pg.Client` or postgres.js open a connection of their own. */
 const ownSessions: Capabilities = { ...network, sessionConnection: 'own' };
-/** postgres.js: `sql.begin` rolls back on any failed statement, also inside pglock's savepoint. */
-const postgresJsCapabilities: Capabilities = { ...ownSessions, nestedFailureRecovers: false };
+/**
+ * postgres.js: `sql.begin` rolls back on any failed statement, also inside pglock's savepoint; and its
+ * ROLLBACK on a connection whose backend was terminated throws from postgres.js 3.4.9's write timer
+ * (porsager/postgres#1208, unpatched here).
+ */
+const postgresJsCapabilities: Capabilities = {
+  ...ownSessions,
+  nestedFailureRecovers: false,
+  survivesTerminatedTransaction: false,
+};
 
 /** The few ORM-specific calls, the same for every driver: the ORM's own `db.transaction` and `tx`. */
 function setup(

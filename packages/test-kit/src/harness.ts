@@ -40,6 +40,13 @@ export interface Capabilities {
    */
   readonly nestedFailureRecovers?: boolean | undefined;
   /**
+   * A transaction whose backend is terminated mid-wait rejects, and the process goes on. Default true;
+   * false where the driver throws from a timer when the ORM then writes its ROLLBACK to the closed
+   * connection, and leaves that transaction pending (postgres.js 3.4.9 under Kysely,
+   * porsager/postgres#1208; docs/reliability.md).
+   */
+  readonly survivesTerminatedTransaction?: boolean | undefined;
+  /**
    * One instance runs several lock calls at once (it has a pool). Default true; false for an
    * instance over one client, which runs one transaction at a time (in-process queue and
    * pool-exhaustion suites skip).

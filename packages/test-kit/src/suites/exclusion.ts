@@ -1,13 +1,40 @@
-import { LockNotAcquiredError } from '@pglock/core';
+import { LockNotAcquiredError, LockUsageError } from '@pglock/core';
 import { describe, expect, it } from 'vitest';
 import { Child } from '../child.ts';
-import { holdLock, missing, pidOf, type SuiteContext } from '../context.ts';
+import { holdLock, missing, outcome, pidOf, type SuiteContext, settlesWithin, sleep } from '../context.ts';
 
 /** Mutual exclusion across processes, and try-lock under contention. */
 export function exclusionSuite(ctx: SuiteContext): void {
   const { capabilities } = ctx.harness;
   const noProcesses = missing(capabilities, 'multiProcess', 'the adapter cannot run in child processes');
   const noContention = missing(capabilities, 'contention', 'one connection only: nothing can contend');
+
+  describe('mutual exclusion within one instance', () => {
+    it('concurrent withLock on one key from one instance are never inside at once (a one-connection instance refuses the second with LockUsageError or runs it after)', async () => {
+      const { name } = ctx.name('exclusion-one-instance');
+      const instance = await ctx.open();
+      let inside = 0;
+      let most = 0;
+      const section = async (): Promise<string> => {
+        most = Math.max(most, ++inside);
+        await sleep(50);
+        inside--;
+        return 'done';
+      };
+      const results = await settlesWithin(
+        Promise.all(Array.from({ length: 3 }, () => outcome(instance.withLock(name, section)))),
+        10_000,
+        'the concurrent callers',
+      );
+      expect(most, 'callbacks inside the lock at once').toBe(1);
+      for (const r of results) {
+        expect(r.ok ? r.value : LockUsageError.is(r.error), String(r.ok || r.error)).toBe(
+          r.ok ? 'done' : true,
+        );
+      }
+      expect(results[0]).toEqual({ ok: true, value: 'done' });
+    });
+  });
 
   describe.skipIf(noProcesses)(
     `mutual exclusion across processes${noProcesses ? ` (skipped: ${noProcesses})` : ''}`,

@@ -1,4 +1,4 @@
-import { LockAbortedError, LockNotAcquiredError } from '@pglock/core';
+import { LockAbortedError, LockDeadlockError, LockNotAcquiredError } from '@pglock/core';
 import { describe, expect, it } from 'vitest';
 import {
   deferred,
@@ -24,6 +24,11 @@ export function queueSuite(ctx: SuiteContext): void {
     missing(capabilities, 'concurrentCalls', 'one client: the instance runs one transaction at a time'),
   );
   const noAbort = missing(capabilities, 'abort', 'the adapter cannot cancel a server-side wait');
+  const noTerminate = missing(
+    capabilities,
+    'survivesTerminatedTransaction',
+    'the driver neither settles nor survives a transaction whose backend is terminated (docs/reliability.md)',
+  );
 
   describe.skipIf(noContention)(`in-process queue${skipped(noContention)}`, () => {
     it('20 concurrent withLock on one key: at most one server-side waiter at any time, callbacks in arrival order', async () => {
@@ -215,5 +220,183 @@ export function queueSuite(ctx: SuiteContext): void {
       await settlesWithin(Promise.all(calls), 10_000, 'the multi-key callers');
       expect(sections).toBe(12);
     });
+
+    it.skipIf(noAbort)(
+      `a multi-key caller that gives up in the queue hands on the key it had taken there${skipped(noAbort)}`,
+      async () => {
+        // Canonical order is by key: the multi-key caller takes `first` in the queue, then waits for `second`.
+        const [first, second] = [ctx.name('queue-multi-first'), ctx.name('queue-multi-second')].sort(
+          (x, y) => (x.key < y.key ? -1 : 1),
+        ) as [{ name: string; key: bigint }, { name: string; key: bigint }];
+        const holder = await ctx.open();
+        const instance = await ctx.open();
+        const held = await holdLock(holder, second.name);
+        try {
+          const head = outcome(instance.withLock(second.name, async () => 'head'));
+          await ctx.backdoor.waitForWaiters(second.key, 1);
+          const controller = new AbortController();
+          const multi = outcome(
+            instance.withLock([first.name, second.name], async () => 'multi', { signal: controller.signal }),
+          );
+          const behind = instance.withLock(first.name, async () => 'behind');
+          controller.abort();
+          const left = await settlesWithin(multi, 1_000, 'the aborted multi-key caller');
+          expect(!left.ok && LockAbortedError.is(left.error), String(!left.ok && left.error)).toBe(true);
+          // `first` is free on the server: the caller behind runs while `second` is still held.
+          expect(await settlesWithin(behind, 5_000, 'the caller behind on the first key')).toBe('behind');
+          await held.release();
+          expect(await settlesWithin(head, 5_000, 'the head')).toEqual({ ok: true, value: 'head' });
+        } finally {
+          await held.release();
+        }
+      },
+    );
+
+    it("the head's server wait runs out of budget, or its callback throws: the caller behind goes on", async () => {
+      const { name, key } = ctx.name('queue-head-fails');
+      const holder = await ctx.open();
+      const instance = await ctx.open();
+      const held = await holdLock(holder, name);
+      try {
+        const timedOut = outcome(instance.withLock(name, async () => 'timed out', { timeoutMs: 300 }));
+        await ctx.backdoor.waitForWaiters(key, 1);
+        const throws = outcome(
+          instance.withLock(name, async () => {
+            throw new Error('callback failed');
+          }),
+        );
+        const last = outcome(instance.withLock(name, async () => 'last'));
+        const first = await settlesWithin(timedOut, 5_000, 'the head with a budget');
+        expect(!first.ok && LockNotAcquiredError.is(first.error), String(!first.ok && first.error)).toBe(
+          true,
+        );
+        // The throwing caller is the head now, waiting on the server; the last one is queued behind it.
+        await ctx.backdoor.waitForWaiters(key, 1);
+        expect(await ctx.backdoor.waitersOn(key)).toHaveLength(1);
+        await held.release();
+        const second = await settlesWithin(throws, 5_000, 'the throwing caller');
+        expect(!second.ok && (second.error as Error).message).toBe('callback failed');
+        expect(await settlesWithin(last, 5_000, 'the last caller')).toEqual({ ok: true, value: 'last' });
+        expect(await ctx.backdoor.locksOn(key)).toEqual([]);
+      } finally {
+        await held.release();
+      }
+    });
+
+    it.skipIf(noTerminate)(
+      `the head's backend is terminated during its server wait: it rejects, and the caller behind waits on the server in its place${skipped(noTerminate)}`,
+      async () => {
+        const { name, key } = ctx.name('queue-head-terminated');
+        const holder = await ctx.open();
+        const instance = await ctx.open();
+        const held = await holdLock(holder, name);
+        try {
+          const head = outcome(instance.withLock(name, async () => 'head'));
+          const [pid] = await ctx.backdoor.waitFor('the head on the server', async () => {
+            const waiters = await ctx.backdoor.waitersOn(key);
+            return waiters.length === 1 ? waiters : undefined;
+          });
+          const behind = outcome(instance.withLock(name, async () => 'behind'));
+          await ctx.backdoor.terminate(pid as number);
+          const next = await ctx.backdoor.waitFor('the caller behind on the server', async () => {
+            const waiters = await ctx.backdoor.waitersOn(key);
+            return waiters.length === 1 && waiters[0] !== pid ? waiters : undefined;
+          });
+          expect(next).toHaveLength(1);
+          const ended = await settlesWithin(head, 5_000, 'the head whose backend was terminated');
+          expect(ended.ok, 'the terminated head rejects').toBe(false);
+          await held.release();
+          expect(await settlesWithin(behind, 5_000, 'the caller behind')).toEqual({
+            ok: true,
+            value: 'behind',
+          });
+          expect(await ctx.backdoor.locksOn(key)).toEqual([]);
+        } finally {
+          await held.release();
+        }
+      },
+    );
+
+    it('one instance, two callbacks each holding a key and nesting a call for the other one, callers queued behind both: LockDeadlockError, never a hang', async () => {
+      const x = ctx.name('queue-cross-x');
+      const y = ctx.name('queue-cross-y');
+      const instance = await ctx.open({ max: 6 });
+      const inX = deferred();
+      const inY = deferred();
+      const crossed = [
+        outcome(
+          instance.withLock(x.name, async () => {
+            inX.resolve();
+            await inY.promise;
+            return instance.withLock(y.name, async () => 'x then y');
+          }),
+        ),
+        outcome(
+          instance.withLock(y.name, async () => {
+            inY.resolve();
+            await inX.promise;
+            return instance.withLock(x.name, async () => 'y then x');
+          }),
+        ),
+      ];
+      await Promise.all([inX.promise, inY.promise]);
+      const queued = [x.name, y.name, x.name, y.name].map((name) =>
+        outcome(instance.withLock(name, async () => 'queued')),
+      );
+      const results = await settlesWithin(Promise.all([...crossed, ...queued]), 15_000, 'every caller');
+      const deadlocks = results.filter((r) => !r.ok && LockDeadlockError.is(r.error));
+      expect(
+        deadlocks.length,
+        JSON.stringify(results.map((r) => (r.ok ? r.value : String(r.error)))),
+      ).toBeGreaterThanOrEqual(1);
+      // Whatever PostgreSQL chose as victims, everyone else got the lock and nothing is left held.
+      for (const r of results)
+        expect(r.ok || LockDeadlockError.is(r.error), String(!r.ok && r.error)).toBe(true);
+      expect(await ctx.backdoor.locksOn(x.key)).toEqual([]);
+      expect(await ctx.backdoor.locksOn(y.key)).toEqual([]);
+    });
+
+    it.skipIf(noAbort)(
+      `1000 callers queued with one signal, then aborted: all reject at once, no listener warning, the key is free${skipped(noAbort)}`,
+      async () => {
+        const { name, key } = ctx.name('queue-1000');
+        const holder = await ctx.open();
+        const instance = await ctx.open();
+        const warnings: Error[] = [];
+        const onWarning = (warning: Error): void => void warnings.push(warning);
+        process.on('warning', onWarning);
+        const held = await holdLock(holder, name);
+        try {
+          const head = outcome(instance.withLock(name, async () => 'head', { timeoutMs: 10_000 }));
+          await ctx.backdoor.waitForWaiters(key, 1);
+          const controller = new AbortController();
+          let ran = 0;
+          const queued = Array.from({ length: 1_000 }, () =>
+            outcome(
+              instance.withLock(name, async () => void ran++, {
+                signal: controller.signal,
+                timeoutMs: 60_000,
+              }),
+            ),
+          );
+          const abortedAt = performance.now();
+          controller.abort();
+          const results = await settlesWithin(Promise.all(queued), 2_000, 'the 1000 aborted callers');
+          expect(performance.now() - abortedAt).toBeLessThan(1_000);
+          expect(results.filter((r) => !r.ok && LockAbortedError.is(r.error))).toHaveLength(1_000);
+          expect(ran).toBe(0);
+          expect(await ctx.backdoor.waitersOn(key)).toHaveLength(1);
+          await held.release();
+          expect(await settlesWithin(head, 5_000, 'the head')).toEqual({ ok: true, value: 'head' });
+          const started = performance.now();
+          expect(await instance.withLock(name, async () => 'after', { timeoutMs: 1_000 })).toBe('after');
+          expect(performance.now() - started).toBeLessThan(500);
+          expect(warnings.map(String)).toEqual([]);
+        } finally {
+          process.off('warning', onWarning);
+          await held.release();
+        }
+      },
+    );
   });
 }

@@ -170,6 +170,47 @@ export function sessionLocksSuite(ctx: SuiteContext): void {
       expect(await ctx.backdoor.locksOn(key)).toEqual([]);
     });
 
+    it('inside withSessionLock, a lock call for a key its session holds is LockUsageError at once, not a wait for itself; other keys and shared with shared go ahead', async () => {
+      const { name, key } = ctx.name('session-self');
+      const other = ctx.name('session-self-other');
+      const instance = await ctx.open();
+      const { acquireSessionLock, withSessionLock } = sessionVerbs(instance.locks);
+      const inside = await settlesWithin(
+        withSessionLock(name, async () => {
+          // Each would wait on another connection for this very session: PostgreSQL sees no deadlock.
+          const attempts: Promise<unknown>[] = [
+            instance.withLock(name, async () => 'transaction lock'),
+            instance.withLock([other.name, name], async () => 'both keys'),
+            instance.tryWithLock(name, async () => 'tried'),
+            acquireSessionLock(name),
+            withSessionLock(name, async () => 'second session', { shared: true }),
+          ];
+          const refused = await Promise.all(attempts.map((attempt) => outcome(attempt)));
+          return {
+            refused,
+            other: await instance.withLock(other.name, async () => 'other key'),
+            locks: await ctx.backdoor.locksOn(key),
+          };
+        }),
+        5_000,
+        'the session callback',
+      );
+      for (const result of inside.refused) {
+        expect(!result.ok && LockUsageError.is(result.error), String(result.ok || result.error)).toBe(true);
+      }
+      expect(inside.other).toBe('other key');
+      expect(inside.locks).toHaveLength(1);
+      const shared = await settlesWithin(
+        withSessionLock(name, async () => instance.withLock(name, async () => 'shared', { shared: true }), {
+          shared: true,
+        }),
+        5_000,
+        'shared inside shared',
+      );
+      expect(shared).toBe('shared');
+      expect(await ctx.backdoor.locksOn(key)).toEqual([]);
+    });
+
     it('shared session locks coexist; an exclusive one waits for both', async () => {
       const { name, key } = ctx.name('session-shared');
       const [a, b, c] = [await ctx.open(), await ctx.open(), await ctx.open()];
