@@ -126,6 +126,11 @@ export function batchLockRequest(
   verb: string,
   instead: string,
 ): LockRequest {
+  if ((options as { readonly transaction?: unknown } | undefined)?.transaction !== undefined) {
+    throw new InvalidLockOptionsError(
+      `${verb}: transaction settings cannot apply here: the batch's transaction is opened by the ORM. Pass them to the batch itself (prisma.$transaction([…], { isolationLevel })), or use ${instead}.`,
+    );
+  }
   const { transaction: _settings, ...lockDefaults } = defaults;
   const timeoutMs = lockDefaults.timeoutMs ?? defaultTimeoutMs;
   const request = lockRequest(target, options, { ...lockDefaults, timeoutMs }, verb);

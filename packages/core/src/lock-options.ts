@@ -76,11 +76,13 @@ export function lockRequest(
       `${verb}: options must be an object (got ${options === null ? 'null' : typeof options}); omit it for the defaults.`,
     );
   }
-  const timeoutMs = options?.timeoutMs ?? defaults?.timeoutMs;
-  const shared = options?.shared ?? defaults?.shared ?? false;
-  const signal = options?.signal ?? defaults?.signal;
-  const namespace = options?.namespace ?? defaults?.namespace;
-  const maxKeys = options?.maxKeys ?? defaults?.maxKeys ?? DEFAULT_MAX_KEYS;
+  // Only `undefined` means "not given": `timeoutMs: null` from JavaScript is refused below, not
+  // read as the default (which is to wait without limit).
+  const timeoutMs = given(options?.timeoutMs, defaults?.timeoutMs);
+  const shared = given(given(options?.shared, defaults?.shared), false);
+  const signal = given(options?.signal, defaults?.signal);
+  const namespace = given(options?.namespace, defaults?.namespace);
+  const maxKeys = given(given(options?.maxKeys, defaults?.maxKeys), DEFAULT_MAX_KEYS);
   if (timeoutMs !== undefined)
     checkDuration(timeoutMs, 'timeoutMs', verb, 0, 'omit it to wait without limit');
   if (typeof shared !== 'boolean') throw new InvalidLockOptionsError(`${verb}: shared must be a boolean.`);
@@ -150,6 +152,10 @@ export function checkDuration(
     );
   }
   return value;
+}
+
+function given<T, F>(value: T | undefined, fallback: F): T | F {
+  return value === undefined ? fallback : value;
 }
 
 function canonical(keys: LockKey[]): readonly LockKey[] {

@@ -22,6 +22,10 @@ export interface LockContext {
   readonly connection: PortConnection;
   /** 1 for pglock's own transaction, +1 per nested savepoint. */
   readonly depth: number;
+  /**
+   * The enclosing context: the outer savepoint's, or for pglock's own transaction the one its call
+   * was made in (another database's callback, a session lock's), so lookups see every level.
+   */
   readonly parent: LockContext | undefined;
   /** A nested call is running directly in this context (a second one at once would interleave savepoints). */
   busy: boolean;

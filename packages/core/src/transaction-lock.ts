@@ -14,6 +14,7 @@ import { abortedError, describeKeys, heldBySessionError, notAcquiredError } from
 import {
   contextFor,
   contextOfTransaction,
+  currentContext,
   heldBySession,
   type LockContext,
   runInContext,
@@ -171,7 +172,15 @@ function startLocked<Db, Tx, T>(
 function outerTransaction<Db, Tx>(port: LockPort<Db, Tx>, db: Db): LockContext | undefined {
   const connection = port.connectionOf(db);
   if (connection === undefined) return undefined;
-  return { root: db as object, tx: db, connection, depth: 0, parent: undefined, busy: false, open: true };
+  return {
+    root: db as object,
+    tx: db,
+    connection,
+    depth: 0,
+    parent: currentContext(),
+    busy: false,
+    open: true,
+  };
 }
 
 async function ownTransaction<Db, Tx, T>(
@@ -244,7 +253,9 @@ async function ownTransaction<Db, Tx, T>(
           tx,
           connection,
           depth: 1,
-          parent: undefined,
+          // The context the call was made in (another database's callback, a session lock's): a
+          // later call on that database from this callback still finds its transaction.
+          parent: currentContext(),
           busy: false,
           open: true,
         };

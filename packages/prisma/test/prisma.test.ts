@@ -448,6 +448,11 @@ describe('$lock: the lock as the first query of a batch transaction', () => {
     expect(() => prisma.$lock('k', { signal: AbortSignal.timeout(100) } as never)).toThrow(
       InvalidLockOptionsError,
     );
+    // The batch's transaction is Prisma's: settings given to $lock would be silently dropped.
+    expect(() => prisma.$lock('k', { transaction: { isolationLevel: 'serializable' } } as never)).toThrow(
+      InvalidLockOptionsError,
+    );
+    expect(() => prisma.$lock('k', { timeoutMs: null } as never)).toThrow(InvalidLockOptionsError);
   });
 });
 

@@ -48,12 +48,33 @@ export function inputSuite(ctx: SuiteContext): void {
     it('rejects bad options with InvalidLockOptionsError before any SQL', async () => {
       const instance = await ctx.open();
       const before = instance.statementCount();
-      for (const options of [{ timeoutMs: -1 }, { timeoutMs: 1.5 }, { timeoutMs: 2 ** 31 }, { maxKeys: 0 }]) {
+      // null, which JavaScript callers pass for "nothing", is bad input too: `timeoutMs: null` read as
+      // "not given" would wait without limit.
+      const nulls = [{ timeoutMs: null }, { shared: null }, { signal: null }, { maxKeys: null }];
+      for (const options of [
+        { timeoutMs: -1 },
+        { timeoutMs: 1.5 },
+        { timeoutMs: 2 ** 31 },
+        { maxKeys: 0 },
+        ...nulls,
+      ]) {
+        let ran = false;
         const error = await instance
-          .withLock('valid', async () => undefined, options)
+          .withLock(
+            'valid',
+            async () => {
+              ran = true;
+            },
+            options as unknown as { timeoutMs?: number },
+          )
           .catch((e: unknown) => e);
-        expect(InvalidLockOptionsError.is(error)).toBe(true);
+        expect(InvalidLockOptionsError.is(error), JSON.stringify(options)).toBe(true);
+        expect(ran).toBe(false);
       }
+      const badNamespace = await instance
+        .withLock('valid', async () => undefined, { namespace: null } as unknown as { namespace?: string })
+        .catch((e: unknown) => e);
+      expect(InvalidLockKeyError.is(badNamespace)).toBe(true);
       const tooMany = Array.from({ length: 65 }, (_, i) => `k${i}`);
       expect(
         InvalidLockKeyError.is(

@@ -50,6 +50,32 @@ export function nestingSuite(ctx: SuiteContext): void {
       expect(await ctx.backdoor.locksOn(key)).toEqual([]);
     });
 
+    it.skipIf(noContention)(
+      `a call on the outer database from a callback of another database nests in the outer transaction, not waiting for itself${skipped(noContention)}`,
+      async () => {
+        const { name, key } = ctx.name('reentrant-across');
+        const other = ctx.name('reentrant-across-other');
+        const outerDb = await ctx.open();
+        const otherDb = await ctx.open();
+        const result = await outerDb.withLock(name, async (sql) => {
+          const outer = await pidOf(sql);
+          // withLock(a) → withLock(b) → withLock(a): the innermost call is on the outer callback's
+          // database and key. Not nested, it would queue behind its own outer call until its budget ran out.
+          const inner = await otherDb.withLock(other.name, async () =>
+            settlesWithin(
+              outerDb.withLock(name, async (nested) => pidOf(nested), { timeoutMs: 2_000 }),
+              5_000,
+              'the innermost withLock',
+            ),
+          );
+          return { outer, inner, locks: await ctx.backdoor.locksOn(key) };
+        });
+        expect(result.inner).toBe(result.outer);
+        expect(result.locks.every((l) => l.pid === result.outer && l.granted)).toBe(true);
+        expect(await ctx.backdoor.locksOn(key)).toEqual([]);
+      },
+    );
+
     it.skipIf(noBackdoor)(
       `A3: a nested callback that throws rolls its writes back to the savepoint; the outer transaction commits its own${skipped(noBackdoor)}`,
       async () => {

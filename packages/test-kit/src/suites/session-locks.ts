@@ -184,6 +184,10 @@ export function sessionLocksSuite(ctx: SuiteContext): void {
             instance.tryWithLock(name, async () => 'tried'),
             acquireSessionLock(name),
             withSessionLock(name, async () => 'second session', { shared: true }),
+            // A level deeper: from the callback of a transaction lock on another key.
+            instance.withLock(other.name, async () =>
+              instance.withLock(name, async () => 'deeper', { timeoutMs: 2_000 }),
+            ),
           ];
           const refused = await Promise.all(attempts.map((attempt) => outcome(attempt)));
           return {
