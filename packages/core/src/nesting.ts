@@ -77,9 +77,15 @@ export function currentContext(): LockContext | undefined {
   return state.storage.getStore();
 }
 
-/** The running context that `handle` belongs to: its root database, or its transaction. */
-export function contextFor(handle: unknown): LockContext | undefined {
-  for (let context = state.storage.getStore(); context !== undefined; context = context.parent) {
+/**
+ * The running context that `handle` belongs to: its root database, or its transaction. `from`: the
+ * current context when the caller has read it already (one store lookup per lock call, not one per walk).
+ */
+export function contextFor(
+  handle: unknown,
+  from: LockContext | undefined = state.storage.getStore(),
+): LockContext | undefined {
+  for (let context = from; context !== undefined; context = context.parent) {
     if (context.open && context.session === undefined && (context.root === handle || context.tx === handle))
       return context;
   }
@@ -99,8 +105,13 @@ export function contextOfTransaction(tx: unknown): LockContext | undefined {
  * with `shared` (undefined when none). A lock call for it from that callback would wait, on another
  * connection, for the callback's own session: PostgreSQL sees no deadlock there, so it waits forever.
  */
-export function heldBySession(root: unknown, keys: readonly LockKey[], shared: boolean): LockKey | undefined {
-  for (let context = state.storage.getStore(); context !== undefined; context = context.parent) {
+export function heldBySession(
+  root: unknown,
+  keys: readonly LockKey[],
+  shared: boolean,
+  from: LockContext | undefined = state.storage.getStore(),
+): LockKey | undefined {
+  for (let context = from; context !== undefined; context = context.parent) {
     const session = context.session;
     if (session === undefined || !context.open || context.root !== root || (shared && session.shared))
       continue;

@@ -146,9 +146,11 @@ function startLocked<Db, Tx, T>(
   const { port, db } = scope;
   const settings = settingsFor(scope, options, verb);
   let request = requestFor(target, options, scope.defaults, attempt, verb);
-  const selfHeld = heldBySession(db, request.keys, request.shared);
+  // Read once: outside every callback (most calls) there is nothing to walk.
+  const current = currentContext();
+  const selfHeld = current && heldBySession(db, request.keys, request.shared, current);
   if (selfHeld !== undefined) throw heldBySessionError(request, verb, selfHeld);
-  const nestIn = contextFor(db) ?? outerTransaction(port, db);
+  const nestIn = (current && contextFor(db, current)) ?? outerTransaction(port, db, current);
   if (request.timeoutMs === undefined && port.defaultTimeoutMs !== undefined) {
     // A nested call waits inside a running transaction, as lock(tx) does.
     const fallback = port.defaultTimeoutMs(nestIn === undefined ? 'withLock' : 'lock', settings, db);
@@ -165,11 +167,15 @@ function startLocked<Db, Tx, T>(
     }
     return nested(scope, nestIn, request, fn as (tx: unknown) => Promise<T>, attempt, verb);
   }
-  return ownTransaction(scope, request, settings, fn, attempt, verb);
+  return ownTransaction(scope, request, settings, fn, attempt, verb, current);
 }
 
 /** `db` itself is a transaction (or a connection inside one) the caller opened. */
-function outerTransaction<Db, Tx>(port: LockPort<Db, Tx>, db: Db): LockContext | undefined {
+function outerTransaction<Db, Tx>(
+  port: LockPort<Db, Tx>,
+  db: Db,
+  current: LockContext | undefined,
+): LockContext | undefined {
   const connection = port.connectionOf(db);
   if (connection === undefined) return undefined;
   return {
@@ -177,7 +183,7 @@ function outerTransaction<Db, Tx>(port: LockPort<Db, Tx>, db: Db): LockContext |
     tx: db,
     connection,
     depth: 0,
-    parent: currentContext(),
+    parent: current,
     busy: false,
     open: true,
   };
@@ -190,6 +196,7 @@ async function ownTransaction<Db, Tx, T>(
   fn: (tx: Tx) => Promise<T>,
   attempt: boolean,
   verb: string,
+  parent: LockContext | undefined,
 ): Promise<T | TryResult<T>> {
   const { port, db } = scope;
   const deadline =
@@ -255,7 +262,7 @@ async function ownTransaction<Db, Tx, T>(
           depth: 1,
           // The context the call was made in (another database's callback, a session lock's): a
           // later call on that database from this callback still finds its transaction.
-          parent: currentContext(),
+          parent,
           busy: false,
           open: true,
         };
