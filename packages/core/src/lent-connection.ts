@@ -106,11 +106,12 @@ export async function lentPin(
       () => true,
       () => false,
     );
-  // `undefined`: no answer in time (a busy pool); `false` also when the server is out of reach.
+  // `undefined`: no answer (a busy pool, or the control statement failed: its own connection may
+  // have been the one terminated, and the pin may live); only the server's "gone" is `false`.
   const alive = (): Promise<boolean | undefined> => {
     const answer = control(backendAliveStatement(pid)).then(
       ([row]) => Number(cell(row ?? {}, 'alive')) > 0,
-      () => false,
+      () => undefined,
     );
     return within(answer, CLEANUP_MS, 'busy').catch(() => undefined);
   };

@@ -49,7 +49,7 @@ export function formatChaos(result: ChaosResult): string {
     `per adapter: ${Object.entries(result.byAdapter)
       .map(([name, n]) => `${name} ${n}`)
       .join(', ')}`,
-    `violations ${result.violations.length}, hung ${result.hung}, crashed ${result.crashes.length} (unexpected ${unexpectedCrashes(result).length})`,
+    `violations ${result.violations.length}, hung ${result.hung} (and ${result.strandedCalls.length} stuck in a named upstream bug), crashed ${result.crashes.length} (unexpected ${unexpectedCrashes(result).length})`,
   ];
   for (const hang of result.hungAdapters) lines.push(`  HUNG ${hang}`);
   if (result.slowStarts.length > 0) {
@@ -65,6 +65,9 @@ export function formatChaos(result: ChaosResult): string {
         ? `teardown finding, upstream ${issue} (not a failure): ${teardown}`
         : `open teardown finding, no known cause (not a failure): ${teardown}`,
     );
+  }
+  for (const stranded of result.strandedCalls) {
+    lines.push(`  excused hang (upstream, named): ${stranded}`);
   }
   for (const crash of result.crashes) {
     if (crash.knownBug) lines.push(`  excused crash of ${crash.adapter}: ${crash.knownBug}`);

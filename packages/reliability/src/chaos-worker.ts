@@ -83,8 +83,75 @@ const dawdle = async (sql: Sql): Promise<void> => {
 // what is written next is the ORM's COMMIT, or whatever pglock sends after the callback.
 const idleLast = definition.driver === 'postgres.js';
 
+// The callback's statements still waiting for an answer, and those that failed in this step: a stuck
+// step says whether it waits on one of its own statements (inside the ORM's transaction) or on none
+// (pglock, or the ORM's COMMIT / ROLLBACK), and after what failure.
+const inFlight = new Map<number, { readonly text: string; readonly at: number }>();
+let statementCount = 0;
+interface FailedStatement {
+  readonly text: string;
+  readonly code: string;
+  readonly at: number;
+}
+let failedStatements: FailedStatement[] = [];
+const traced =
+  (sql: Sql): Sql =>
+  async (text, values) => {
+    const id = statementCount++;
+    inFlight.set(id, { text: text.replace(/\s+/g, ' ').trim().slice(0, 80), at: Date.now() });
+    try {
+      return await sql(text, values);
+    } catch (error) {
+      const code = errorCode(error);
+      failedStatements.push({ text, code, at: performance.now() });
+      throw error;
+    } finally {
+      inFlight.delete(id);
+    }
+  };
+/** The driver's code of an error or of its causes (postgres.js: `ECONNRESET`, `CONNECTION_CLOSED`, a SQLSTATE). */
+function errorCode(error: unknown): string {
+  let current: unknown = error;
+  for (let depth = 0; depth < 8 && typeof current === 'object' && current !== null; depth++) {
+    const { code, cause } = current as { code?: unknown; cause?: unknown };
+    if (typeof code === 'string') return code;
+    current = cause;
+  }
+  return 'no code';
+}
+const openStatements = () =>
+  `${[...inFlight.values()].map(({ text, at }) => `${text} (${Date.now() - at} ms)`).join('; ') || 'no callback statement waiting'}; failed in this step: ${
+    failedStatements
+      .map(({ text, code, at }) => `${text.replace(/\s+/g, ' ').slice(0, 40)}: ${code} at ${Math.round(at)}`)
+      .join('; ') || 'none'
+  }`;
+
+/**
+ * A stuck step's upstream cause, when the evidence names one: on postgres.js, every open pglock call
+ * granted (pglock waits on nothing of its own), no callback statement waiting, a callback statement
+ * failed with its connection (no SQLSTATE: `ECONNRESET`, `CONNECTION_CLOSED`), and that connection's
+ * next event was its close, with no COMMIT or ROLLBACK handed to it after. Then the ORM's ROLLBACK
+ * after the failure waits in postgres.js's own queue of the reserved connection (`reserve()` queues a
+ * statement behind one in flight, and a close never settles that queue): the same defect as
+ * porsager/postgres#1186 (there `sql.begin`'s queue), reproduced with postgres.js alone in
+ * test/teardown-evidence.test.ts.
+ */
+function strandedByUpstream(): string | undefined {
+  if (definition.driver !== 'postgres.js' || phases.size === 0 || inFlight.size > 0) return undefined;
+  if (![...phases.values()].every((phase) => phase.startsWith('granted'))) return undefined;
+  for (const failed of failedStatements) {
+    if (/^[0-9A-Z]{5}$/.test(failed.code)) continue;
+    const connection = watch?.nothingHandedAfter(failed.text);
+    if (connection !== undefined) {
+      return `porsager/postgres#1186: the callback's statement failed with ${failed.code} on connection ${connection}, whose close came next; the ORM's ROLLBACK never reached the connection (it waits in postgres.js's own queue of the transaction's connection, reserve()'s or sql.begin's, which a close never settles)`;
+    }
+  }
+  return undefined;
+}
+
 /** The body of a section: read each key's counter, dawdle, write +1 when exclusive, record the section. */
-async function section(sql: Sql, keys: readonly string[], mode: 'exclusive' | 'shared'): Promise<void> {
+async function section(lockSql: Sql, keys: readonly string[], mode: 'exclusive' | 'shared'): Promise<void> {
+  const sql = traced(lockSql);
   const [entry] = await sql('SELECT clock_timestamp()::text AS at');
   const seen = new Map<string, number>();
   for (const key of keys) {
@@ -199,7 +266,8 @@ async function job(): Promise<void> {
   const { name, per } = pick(chaosJobs);
   const doomed = Math.random() < 0.1;
   try {
-    const result = await subject.runOnce(name, { per }, async (sql, period) => {
+    const result = await subject.runOnce(name, { per }, async (lockSql, period) => {
+      const sql = traced(lockSql);
       await sql(
         `INSERT INTO chaos_job_runs (worker, name, period_start, period_end, doomed)
          VALUES ($1::text, $2::text, $3::text::timestamptz, $4::text::timestamptz, $5::text::boolean)`,
@@ -334,11 +402,22 @@ async function run(kind: Kind): Promise<void> {
 
 async function step(): Promise<void> {
   const kind = pick(kinds);
+  failedStatements = [];
+  inFlight.clear();
   const watchdog = setTimeout(() => {
     const unflushed = watch?.unflushed() ?? [];
+    const closedConnections = watch?.lastBeforeClose() ?? [];
+    const upstream = strandedByUpstream();
     process.stderr.write(
-      `step ${kind} stuck for 10 s (${openCalls()})${unflushed.length ? `; never flushed: ${unflushed.join('; ')}` : ''}\n`,
+      `step ${kind} stuck for 10 s (${openCalls()}; ${openStatements()})${unflushed.length ? `; never flushed: ${unflushed.join('; ')}` : ''}${closedConnections.length ? `; ${closedConnections.join('; ')}` : ''}\n`,
     );
+    if (upstream) {
+      // Named, and the worker ends: the controller reports it as an excused hang (and restarts the
+      // worker while there is time). Every section before it is recorded already.
+      say({ event: 'stats', ...stats });
+      process.stderr.write(`STRANDED ${upstream}\n`);
+      process.exit(4);
+    }
   }, 10_000);
   try {
     await run(kind);

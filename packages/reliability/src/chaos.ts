@@ -62,6 +62,13 @@ export interface ChaosResult extends HistoryReport, WorkerStats {
    * afterwards: an open teardown finding, printed, not a lock failure (the history checks it all).
    */
   readonly teardowns: readonly string[];
+  /**
+   * Calls stuck 10 s that the worker's evidence pins on a named upstream bug (the ORM's ROLLBACK
+   * stranded in postgres.js's queue of a connection that closed, porsager/postgres#1186): the worker
+   * ends itself and is restarted; printed by name, not counted as hung. A stuck call without that
+   * evidence stays a hang.
+   */
+  readonly strandedCalls: readonly string[];
   /** Per subject and lane (`kysely-pg`, `kysely-pg via pgbouncer`): sections completed. */
   readonly byAdapter: Readonly<Record<string, number>>;
   /** The pooler lane's worker count, or why it did not run. */
@@ -168,6 +175,7 @@ async function drive(
   let deadline = Number.POSITIVE_INFINITY;
   const crashes: ChaosCrash[] = [];
   const teardowns: string[] = [];
+  const strandedCalls: string[] = [];
   const slot = (i: number, laneName: ChaosLane, laneUrl: string): Slot => ({
     subject: chosen[i % chosen.length] as SubjectDefinition,
     lane: laneName,
@@ -223,9 +231,11 @@ async function drive(
     exits.push(
       new Promise((resolve) =>
         child.once('exit', (code, signal) => {
+          const stranded = /^STRANDED (.*)$/m.exec(slot.stderr)?.[1];
           if (!slot.killedByUs && code !== 0) {
             if (slot.done && /close\(\) stuck/.test(slot.stderr))
               teardowns.push(`${label(slot)}: ${slot.stderr.trim()}`);
+            else if (code === 4 && stranded) strandedCalls.push(`${label(slot)}: ${stranded}`);
             else crashes.push(verdict(label(slot), `exit ${code ?? signal}: ${slot.stderr}`));
           }
           // A worker started in the last seconds would spend them importing its ORM: not worth it.
@@ -329,6 +339,7 @@ async function drive(
     slowStarts,
     crashes,
     teardowns,
+    strandedCalls,
     byAdapter,
     pooler: typeof lane === 'string' ? { skipped: lane } : { processes: pooled },
     schedules,
@@ -419,8 +430,10 @@ async function waitForWorkers(
       }
       const at = (time: number) => `${((time - deadline) / 1_000).toFixed(1)} s`;
       const state = slot.done ? 'after its last call' : 'in a call';
+      // The worker's own account of the stuck step, whole, else the end of its stderr.
+      const stuck = slot.stderr.split('\n').findLast((line) => / stuck for /.test(line));
       hung.push(
-        `${label(slot)} (${state}; spawned at ${at(slot.spawnedAt)}, last heard at ${at(slot.heardAt)} from the deadline: ${slot.stderr.trim().slice(-300)})`,
+        `${label(slot)} (${state}; spawned at ${at(slot.spawnedAt)}, last heard at ${at(slot.heardAt)} from the deadline: ${stuck?.slice(0, 1_500) ?? slot.stderr.trim().slice(-300)})`,
       );
     }
   }

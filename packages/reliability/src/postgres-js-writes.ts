@@ -26,7 +26,26 @@ export interface WriteWatch {
   fatal(): FatalWrite | undefined;
   /** Statements queued on connections postgres.js reported closed and never flushed (a stuck call waits on them). */
   unflushed(): string[];
+  /**
+   * The last statements handed to each connection postgres.js reported closed, with the close, in
+   * order (times from `performance.now()`): what a call stuck after a close last gave the driver.
+   */
+  lastBeforeClose(): string[];
+  /**
+   * The connection a statement that failed with the connection (`text`, as sent) was last handed to,
+   * when its close came next and no COMMIT or ROLLBACK was handed to it after: a ROLLBACK the ORM
+   * issued after the failure never reached the connection.
+   */
+  nothingHandedAfter(text: string): number | undefined;
 }
+
+/** What a connection was handed (a statement), or that it closed; `at` from `performance.now()`. */
+interface ConnectionEvent {
+  readonly at: number;
+  readonly statement: string | undefined;
+}
+
+const normalized = (text: string): string => text.replace(/\s+/g, ' ').trim().slice(0, 200);
 
 /**
  * Watches which statements each postgres.js connection writes, so that a crash from its write timer
@@ -51,6 +70,13 @@ export function watchPostgresJsWrites(): WriteWatch {
   let fresh: number | undefined;
   const pending = new Map<number, string[]>();
   const closed = new Map<number, { readonly at: number; written: boolean }>();
+  // Every connection's latest statements and closes, kept after the flush (unlike `pending`).
+  const latest = new Map<number, ConnectionEvent[]>();
+  const remember = (connection: number, statement: string | undefined): void => {
+    const events = latest.get(connection) ?? [];
+    events.push({ at: performance.now(), statement });
+    latest.set(connection, events.slice(-16));
+  };
   const owners = new WeakMap<object, number | 'unknown'>();
   let fatal: FatalWrite | undefined;
   const original = globalThis.setImmediate;
@@ -100,13 +126,16 @@ export function watchPostgresJsWrites(): WriteWatch {
         queueMicrotask(() => {
           if (fresh === connection) fresh = undefined;
         });
+        const statement = normalized(text);
         const queued = pending.get(connection) ?? [];
         // A connection whose timer never fired (a synchronous flush) keeps only its latest statements.
-        queued.push(text.replace(/\s+/g, ' ').trim().slice(0, 200));
+        queued.push(statement);
         pending.set(connection, queued.slice(-5));
+        remember(connection, statement);
       },
       onclose(connection) {
         closed.set(connection, { at: performance.now(), written: false });
+        remember(connection, undefined);
       },
     },
     fatal: () => fatal,
@@ -114,6 +143,28 @@ export function watchPostgresJsWrites(): WriteWatch {
       [...pending]
         .filter(([connection]) => closed.has(connection) && !closed.get(connection)?.written)
         .map(([connection, statements]) => `connection ${connection} (closed): ${statements.join(' + ')}`),
+    lastBeforeClose: () =>
+      [...closed]
+        .slice(-5)
+        .map(
+          ([connection, close]) =>
+            `connection ${connection} (closed ${Math.round(performance.now() - close.at)} ms ago, now ${Math.round(performance.now())}): ${(
+              latest.get(connection) ?? []
+            )
+              .map(({ at, statement }) => `${Math.round(at)} ${statement?.slice(0, 60) ?? 'CLOSED'}`)
+              .join(' | ')}`,
+        ),
+    nothingHandedAfter(text) {
+      const wanted = normalized(text);
+      for (const [connection, events] of latest) {
+        const last = events.findLastIndex((event) => event.statement === wanted);
+        const rest = last < 0 ? [] : events.slice(last + 1);
+        // Its close came next, and no COMMIT or ROLLBACK reached it after (a reconnect may serve others).
+        const ends = rest.some((event) => /^(commit|rollback)\b/i.test(event.statement ?? ''));
+        if (rest[0] !== undefined && rest[0].statement === undefined && !ends) return connection;
+      }
+      return undefined;
+    },
   };
 }
 

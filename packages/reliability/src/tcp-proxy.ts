@@ -9,6 +9,8 @@ export interface TcpProxy {
    * sees a peer that has gone quiet, as when a cable, NAT entry or firewall state disappears.
    */
   cut(): void;
+  /** Resets (RST) every client-side socket at once: the client sees `ECONNRESET`, not a clean close. */
+  reset(): void;
   close(): Promise<void>;
 }
 
@@ -25,8 +27,11 @@ export interface TcpProxy {
 export async function startTcpProxy(url: string): Promise<TcpProxy> {
   const target = new URL(url);
   const sockets = new Set<Socket>();
+  const clients = new Set<Socket>();
   let silent = false;
   const server: Server = createServer((client) => {
+    clients.add(client);
+    client.on('close', () => clients.delete(client));
     const upstream = connect(Number(target.port || 5432), target.hostname);
     for (const socket of [client, upstream]) {
       sockets.add(socket);
@@ -49,6 +54,9 @@ export async function startTcpProxy(url: string): Promise<TcpProxy> {
     url: proxied.href,
     cut() {
       silent = true;
+    },
+    reset() {
+      for (const client of clients) client.resetAndDestroy();
     },
     async close() {
       for (const socket of sockets) socket.destroy();

@@ -2,6 +2,8 @@ import { drizzle } from 'drizzle-orm/node-postgres';
 import pg from 'pg';
 import postgres from 'postgres';
 import { expect, inject, it } from 'vitest';
+import { watchPostgresJsWrites } from '../src/postgres-js-writes.ts';
+import { startTcpProxy } from '../src/tcp-proxy.ts';
 import { TeardownEvidence, upstreamIssueOf } from '../src/teardown-evidence.ts';
 
 // The two upstream bugs a chaos worker's stuck close is reported by, reproduced with the driver or
@@ -68,6 +70,61 @@ it('Drizzle on node-postgres: a failed BEGIN leaves its client checked out, whic
   evidence.note(error);
   expect(upstreamIssueOf(evidence.explain())).toBe('drizzle-team/drizzle-orm#6241');
   // pool.end() would never settle; the leaked client's socket is gone, so nothing is left running.
+});
+
+// The chaos worker's stuck-step verdict (`strandedByUpstream`): on kysely-postgres-js, a statement of
+// the callback fails with ECONNRESET, and Kysely's ROLLBACK, issued before postgres.js has seen the
+// close, waits in `reserve()`'s own queue; the close never settles it, so the transaction never ends.
+it('postgres.js alone: a statement queued on a reserved connection never settles once the connection is reset (porsager/postgres#1186, in reserve())', async () => {
+  const url = inject('databaseUrl');
+  const admin = new pg.Client(url);
+  await admin.connect();
+  const proxy = await startTcpProxy(url);
+  const watch = watchPostgresJsWrites();
+  const sql = postgres(proxy.url, {
+    max: 1,
+    onnotice: () => undefined,
+    debug: watch.hooks.debug,
+    onclose: watch.hooks.onclose,
+  });
+  try {
+    const reserved = await sql.reserve();
+    const [row] = await reserved.unsafe<{ pid: number }[]>('SELECT pg_backend_pid() AS pid');
+    // A statement with parameters not prepared yet is described first, and postgres.js marks the
+    // connection full: the next statement waits in reserve()'s queue, as Kysely's ROLLBACK does.
+    const text = 'SELECT pg_sleep($1::float8) AS slept';
+    const first = reserved.unsafe(text, [5]).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    let settled = false;
+    reserved.unsafe('rollback').then(
+      () => (settled = true),
+      () => (settled = true),
+    );
+    await expect
+      .poll(
+        async () =>
+          (
+            await admin.query(`SELECT 1 FROM pg_stat_activity WHERE pid = $1 AND state = 'active'`, [
+              row?.pid,
+            ])
+          ).rowCount,
+      )
+      .toBe(1);
+    proxy.reset();
+    expect(((await first) as { code?: unknown }).code).toBe('ECONNRESET');
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    expect(settled, 'the queued statement settled: #1186 fixed for reserve()?').toBe(false);
+    // What the worker's verdict reads: the failed statement's connection saw its close next, and no
+    // COMMIT or ROLLBACK was ever handed to it.
+    expect(watch.nothingHandedAfter(text)).toBeTypeOf('number');
+    expect(watch.nothingHandedAfter('SELECT pg_backend_pid() AS pid')).toBeUndefined();
+  } finally {
+    void sql.end({ timeout: 0 }).catch(() => undefined);
+    await proxy.close();
+    await admin.end();
+  }
 });
 
 it('a worker whose failures point to no known bug is reported as open', () => {
