@@ -10,6 +10,17 @@ import { TeardownEvidence, upstreamIssueOf } from '../src/teardown-evidence.ts';
 // ORM alone (no pglock): if one stops reproducing, the upstream fix has landed and the chaos report
 // (and docs/reliability.md) should say so.
 
+/** Until backend `pid` runs a statement (as `admin` sees it in `pg_stat_activity`). */
+async function runningOn(admin: pg.Client, pid: number | undefined): Promise<void> {
+  await expect
+    .poll(
+      async () =>
+        (await admin.query(`SELECT 1 FROM pg_stat_activity WHERE pid = $1 AND state = 'active'`, [pid]))
+          .rowCount,
+    )
+    .toBe(1);
+}
+
 it('a statement in flight when its backend is terminated: postgres.js end() waits out its timeout (porsager/postgres#1097)', async () => {
   const url = inject('databaseUrl');
   const admin = new pg.Client(url);
@@ -21,16 +32,7 @@ it('a statement in flight when its backend is terminated: postgres.js end() wait
       () => undefined,
       (error: unknown) => error,
     );
-    await expect
-      .poll(
-        async () =>
-          (
-            await admin.query(`SELECT 1 FROM pg_stat_activity WHERE pid = $1 AND state = 'active'`, [
-              row?.pid,
-            ])
-          ).rowCount,
-      )
-      .toBe(1);
+    await runningOn(admin, row?.pid);
     await admin.query('SELECT pg_terminate_backend($1)', [row?.pid]);
     const error = await sleeping;
     expect((error as { code?: unknown }).code).toBe('CONNECTION_CLOSED');
@@ -102,16 +104,7 @@ it('postgres.js alone: a statement queued on a reserved connection never settles
       () => (settled = true),
       () => (settled = true),
     );
-    await expect
-      .poll(
-        async () =>
-          (
-            await admin.query(`SELECT 1 FROM pg_stat_activity WHERE pid = $1 AND state = 'active'`, [
-              row?.pid,
-            ])
-          ).rowCount,
-      )
-      .toBe(1);
+    await runningOn(admin, row?.pid);
     proxy.reset();
     expect(((await first) as { code?: unknown }).code).toBe('ECONNRESET');
     await new Promise((resolve) => setTimeout(resolve, 1_000));
