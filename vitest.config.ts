@@ -1,14 +1,39 @@
+import { existsSync, readdirSync } from 'node:fs';
 import { defineConfig } from 'vitest/config';
+import { currentLane } from './packages/test-kit/src/lanes.ts';
 
 // CI sets PGLOCK_TEST_REPORT to a file path to get a JSON report beside the usual output (`pnpm test`
 // stays the one test command; pnpm would take a `--reporter` flag for itself).
 const report = process.env.PGLOCK_TEST_REPORT;
 
+// Which packages a lane runs (packages/test-kit/src/lanes.ts says what each lane is for). The
+// reliability package (multi-process chaos, restarts, network cuts) and the examples run in the `ci`
+// and `all` lanes: they do not change with the server version, and the fast lane is for a contributor's
+// loop before a commit.
+const lane = currentLane();
+const folders = (root: string) =>
+  readdirSync(root, { withFileTypes: true })
+    .filter((entry) => entry.isDirectory() && existsSync(`${root}/${entry.name}/vitest.config.ts`))
+    .map((entry) => `${root}/${entry.name}`);
+const everything = [...folders('packages'), ...folders('examples')];
+// PGLOCK_EXAMPLES=0 leaves the examples out where CI runs them as a user gets them (.ci/extra-examples.sh).
+const examples = lane === 'ci' || lane === 'all' ? process.env.PGLOCK_EXAMPLES !== '0' : false;
+const projects = everything.filter(
+  (folder) =>
+    (examples || !folder.startsWith('examples/')) &&
+    (lane === 'ci' || lane === 'all' || folder !== 'packages/reliability'),
+);
+
+// Test files of the database suites spend most of their time waiting on the server (locks held,
+// timeouts running out), so more than one file runs at once; PGLOCK_TEST_WORKERS overrides it.
+const workers = Number(process.env.PGLOCK_TEST_WORKERS ?? 3);
+
 // One run over every package: the global setup starts PostgreSQL once (or uses DATABASE_URL) and
 // hands the URL to every project through `provide`/`inject('databaseUrl')`.
 export default defineConfig({
   test: {
-    projects: ['packages/*', 'examples/*'],
+    projects,
+    maxWorkers: workers,
     globalSetup: ['./packages/test-kit/src/global-setup.ts'],
     reporters: report ? ['default', ['json', { outputFile: report }]] : ['default'],
   },

@@ -6,6 +6,8 @@ import { defineConfig } from 'vitest/config';
 // multi-process suites resolve without these aliases, so they run the workspace's Prisma.
 const dir = process.env.PGLOCK_PRISMA_DIR;
 if (!dir) throw new Error('PGLOCK_PRISMA_DIR must name the folder with the Prisma version to test');
+// The `family` lane (packages/test-kit/src/lanes.ts), unless the caller chose another.
+process.env.PGLOCK_LANE ??= 'family';
 const here = (path: string) => fileURLToPath(new URL(path, import.meta.url));
 
 export default defineConfig({
@@ -22,7 +24,7 @@ export default defineConfig({
   test: {
     name: 'prisma-oldest',
     root: here('.'),
-    include: ['test/conformance.test.ts', 'test/prisma.test.ts'],
+    include: ['test/conformance.prisma.test.ts', 'test/prisma.test.ts'],
     globalSetup: [here('../test-kit/src/global-setup.ts')],
     testTimeout: 60_000,
     hookTimeout: 60_000,

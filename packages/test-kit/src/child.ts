@@ -5,13 +5,30 @@ import type { AdapterHarness } from './harness.ts';
 
 const workerPath = fileURLToPath(new URL('./worker.ts', import.meta.url));
 
+/**
+ * How long a worker may take to start (load its harness and open its instance) before the test
+ * fails: only a broken machine reaches it. Everything after that is budgeted from the start-up the
+ * worker measured ({@link Child.budget}), so a loaded machine gets more time and a hang still fails.
+ */
+const startupCapMs = 180_000;
+
+/**
+ * How many start-ups' worth of time a scenario gets on top of its own estimate. Starting a worker
+ * (transpiling and loading the adapter, opening a pool) is the same kind of CPU-bound work as what
+ * it does next, so its duration measures how slow this machine is right now.
+ */
+const startupsOfSlack = 20;
+
 /** A worker process running one scenario against its own adapter instance. */
 export class Child {
   readonly process: ChildProcess;
   readonly events: Record<string, unknown>[] = [];
   readonly #waiters: { event: string; resolve: (e: Record<string, unknown>) => void }[] = [];
   readonly exited: Promise<number | null>;
+  /** Resolves with the worker's start-up time in ms once it has loaded its harness and opened an instance. */
+  readonly loaded: Promise<number>;
   #stderr = '';
+  readonly #spawnedAt = performance.now();
 
   constructor(harness: AdapterHarness, url: string, scenario: string, args: Record<string, unknown>) {
     // The `source` condition makes workspace packages resolve to src/ (run by tsx), like the tests.
@@ -46,15 +63,66 @@ export class Child {
       }
     });
     this.exited = new Promise((resolve) => this.process.once('exit', (code) => resolve(code)));
+    this.loaded = this.#until('loaded', startupCapMs, 'to start').then(
+      () => performance.now() - this.#spawnedAt,
+    );
+    // A test that never awaits `loaded` (it kills the worker first) must not see an unhandled rejection.
+    this.loaded.catch(() => undefined);
   }
 
-  /** Resolves with the first event named `event` (already seen or still to come). */
-  next(event: string, timeoutMs = 30_000): Promise<Record<string, unknown>> {
+  /**
+   * The time a scenario estimated at `workMs` (on a quiet machine) gets once the worker has started:
+   * the estimate plus {@link startupsOfSlack} times the worker's own measured start-up.
+   */
+  async budget(workMs: number): Promise<number> {
+    return workMs + startupsOfSlack * (await this.loaded);
+  }
+
+  /**
+   * Resolves with the first event named `event` (already seen or still to come), within the worker's
+   * start-up plus {@link Child.budget}(`workMs`).
+   */
+  async next(event: string, workMs = 10_000): Promise<Record<string, unknown>> {
+    const seen = this.events.find((e) => e.event === event);
+    if (seen) return seen;
+    const budget = await this.budget(workMs);
+    return this.#until(event, budget, `after a start-up of ${Math.round(await this.loaded)} ms`);
+  }
+
+  /** Resolves once the worker exits with 0, within its start-up plus {@link Child.budget}(`workMs`). */
+  async expectSuccess(workMs = 10_000): Promise<void> {
+    const budget = await this.budget(workMs);
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () =>
+          reject(new Error(`worker did not exit within ${Math.round(budget)} ms; stderr:\n${this.#stderr}`)),
+        budget,
+      );
+    });
+    try {
+      const code = await Promise.race([this.exited, late]);
+      if (code !== 0) throw new Error(`worker exited with ${code}; stderr:\n${this.#stderr}`);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  kill(signal: NodeJS.Signals = 'SIGKILL'): void {
+    this.process.kill(signal);
+  }
+
+  #until(event: string, timeoutMs: number, context: string): Promise<Record<string, unknown>> {
     const seen = this.events.find((e) => e.event === event);
     if (seen) return Promise.resolve(seen);
     return new Promise((resolve, reject) => {
       const timer = setTimeout(
-        () => reject(new Error(`no "${event}" from worker within ${timeoutMs} ms; stderr:\n${this.#stderr}`)),
+        () =>
+          reject(
+            new Error(
+              `no "${event}" from worker within ${Math.round(timeoutMs)} ms ${context}; stderr:\n${this.#stderr}`,
+            ),
+          ),
         timeoutMs,
       );
       this.#waiters.push({
@@ -65,18 +133,18 @@ export class Child {
         },
       });
       this.exited.then((code) => {
+        clearTimeout(timer);
         if (code !== 0 && code !== null)
           reject(new Error(`worker exited with ${code}; stderr:\n${this.#stderr}`));
+        else reject(new Error(`worker exited (${code}) before "${event}"; stderr:\n${this.#stderr}`));
       });
     });
   }
-
-  async expectSuccess(): Promise<void> {
-    const code = await this.exited;
-    if (code !== 0) throw new Error(`worker exited with ${code}; stderr:\n${this.#stderr}`);
-  }
-
-  kill(signal: NodeJS.Signals = 'SIGKILL'): void {
-    this.process.kill(signal);
-  }
 }
+
+/**
+ * Vitest's timeout for a test that runs workers: only a backstop above every budget a {@link Child}
+ * derives (start-up cap plus slack), so that the verdict on a slow machine is a worker's own budget,
+ * with its message, never vitest's fixed timeout.
+ */
+export const processTestTimeout = 20 * 60_000;

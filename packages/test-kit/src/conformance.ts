@@ -38,6 +38,9 @@ export const suites = {
   scheduling: schedulingSuite,
 } as const;
 
+/** The name of one suite of the kit (`PGLOCK_SUITES` takes these). */
+export type SuiteName = keyof typeof suites;
+
 /** Where the adapter connects, when not straight to the test database. */
 export interface ConformanceOptions {
   /** The URL the adapter (and its child processes) use, e.g. a PgBouncer's; checks still read `pg_locks` directly. */
@@ -45,7 +48,7 @@ export interface ConformanceOptions {
   /** Appended to the suite name, e.g. `via PgBouncer (transaction pooling)`. */
   readonly label?: string | undefined;
   /** Run only these suites (default: all), e.g. while working on one. */
-  readonly only?: readonly (keyof typeof suites)[] | undefined;
+  readonly only?: readonly SuiteName[] | undefined;
 }
 
 /**
@@ -63,7 +66,7 @@ export function runConformance(harness: AdapterHarness, options: ConformanceOpti
   describe(`conformance: ${harness.name}${options.label ? ` ${options.label}` : ''}`, () => {
     const ctx = useSuiteContext(harness, options.url);
     for (const [name, suite] of Object.entries(suites)) {
-      if (options.only === undefined || options.only.includes(name as keyof typeof suites)) suite(ctx);
+      if (options.only === undefined || options.only.includes(name as SuiteName)) suite(ctx);
     }
   });
 }

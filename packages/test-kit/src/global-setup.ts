@@ -30,7 +30,10 @@ export default async function setup(project: TestProject): Promise<() => Promise
     project.provide('pgbouncer', { transactionUrl: bouncers[0]!.url, sessionUrl: bouncers[1]!.url });
   } else {
     project.provide('pgbouncer', {
-      missing: 'PgBouncer is not installed (apt-get install pgbouncer; .ci/run does)',
+      missing:
+        process.env.PGLOCK_PGBOUNCER?.trim() === 'none'
+          ? 'PGLOCK_PGBOUNCER=none: run as on a machine without PgBouncer'
+          : 'PgBouncer is not installed (apt-get install pgbouncer; .ci/run does)',
     });
   }
   return async () => {

@@ -1,6 +1,6 @@
 export { Backdoor, type BackdoorKey } from './backdoor.ts';
-export { Child } from './child.ts';
-export { type ConformanceOptions, runConformance, suites } from './conformance.ts';
+export { Child, processTestTimeout } from './child.ts';
+export { type ConformanceOptions, runConformance, type SuiteName, suites } from './conformance.ts';
 export {
   deferred,
   type HeldLock,
@@ -28,5 +28,17 @@ export {
   type OpenOptions,
   type Sql,
 } from './harness.ts';
+export { currentLane, harnessId, type Lane, listFromEnv } from './lanes.ts';
+export {
+  connectionSuites,
+  controlSuites,
+  type DriverFamily,
+  entryId,
+  type MatrixEntry,
+  poolerSuites,
+  resultSuites,
+  runMatrixEntry,
+  selectSuites,
+} from './matrix.ts';
 export { findPgBouncer, type PgBouncer, startPgBouncer } from './pgbouncer.ts';
 export { generatePrismaClient } from './prisma-generate.ts';

@@ -2,7 +2,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { delimiter, join } from 'node:path';
 import { freePort } from './embedded-server.ts';
 
 /** Where the repo keeps the PgBouncer configuration the tests use. */
@@ -15,9 +15,17 @@ export interface PgBouncer {
   stop(): Promise<void>;
 }
 
-/** The PgBouncer binary, if installed (Debian's `pgbouncer` package; `.ci/run` installs it). */
-export function findPgBouncer(): string | undefined {
-  for (const path of ['/usr/sbin/pgbouncer', '/usr/bin/pgbouncer', '/usr/local/bin/pgbouncer']) {
+/**
+ * The PgBouncer binary, if installed: `PGLOCK_PGBOUNCER` (a path, or `none` to run as a machine
+ * without it, as one CI lane does), else the first `pgbouncer` on `PATH` or in the system folders
+ * Debian's package installs to (`/usr/sbin` is not on every user's `PATH`).
+ */
+export function findPgBouncer(env: NodeJS.ProcessEnv = process.env): string | undefined {
+  const chosen = env.PGLOCK_PGBOUNCER?.trim();
+  if (chosen === 'none') return undefined;
+  const folders = [...(env.PATH ?? '').split(delimiter).filter(Boolean), '/usr/sbin', '/usr/local/sbin'];
+  const candidates = chosen ? [chosen] : [...new Set(folders)].map((folder) => join(folder, 'pgbouncer'));
+  for (const path of candidates) {
     if (spawnSync(path, ['--version']).status === 0) return path;
   }
   return undefined;

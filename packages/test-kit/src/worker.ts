@@ -13,6 +13,8 @@ const instance = await harness.open(url);
 const say = (event: Record<string, unknown>): void => {
   process.stdout.write(`${JSON.stringify(event)}\n`);
 };
+// The parent budgets everything after this from how long getting here took (child.ts).
+say({ event: 'loaded' });
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 if (scenario === 'increment') {

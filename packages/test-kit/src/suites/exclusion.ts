@@ -1,6 +1,6 @@
 import { LockNotAcquiredError, LockUsageError } from '@pglock/core';
 import { describe, expect, it } from 'vitest';
-import { Child } from '../child.ts';
+import { Child, processTestTimeout } from '../child.ts';
 import { holdLock, missing, outcome, pidOf, type SuiteContext, settlesWithin, sleep } from '../context.ts';
 
 /** Mutual exclusion across processes, and try-lock under contention. */
@@ -38,6 +38,7 @@ export function exclusionSuite(ctx: SuiteContext): void {
 
   describe.skipIf(noProcesses)(
     `mutual exclusion across processes${noProcesses ? ` (skipped: ${noProcesses})` : ''}`,
+    { timeout: processTestTimeout },
     () => {
       it('4 processes × 50 read-sleep-write sections: exact count, no overlapping intervals', async () => {
         const table = ctx.table();
@@ -49,11 +50,15 @@ export function exclusionSuite(ctx: SuiteContext): void {
         const { name } = ctx.name('exclusion');
         const processes = 4;
         const sections = 50;
+        const sleepMs = 2;
         const children = Array.from(
           { length: processes },
-          () => new Child(ctx.harness, ctx.url, 'increment', { key: name, table, sections, sleepMs: 2 }),
+          () => new Child(ctx.harness, ctx.url, 'increment', { key: name, table, sections, sleepMs }),
         );
-        await Promise.all(children.map((child) => child.expectSuccess()));
+        // The sections run one at a time across the processes: a few statements and the sleep each.
+        await Promise.all(
+          children.map((child) => child.expectSuccess(processes * sections * (sleepMs + 25))),
+        );
 
         const [counter] = await ctx.backdoor.query(`SELECT n FROM ${table}_counter WHERE id = 1`);
         expect(counter?.n).toBe(processes * sections);

@@ -12,7 +12,7 @@ import {
 } from '@pglock/core';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { Backdoor } from '../backdoor.ts';
-import { Child } from '../child.ts';
+import { Child, processTestTimeout } from '../child.ts';
 import { deferred, holdLock, missing, type SuiteContext, skipped } from '../context.ts';
 import type { AdapterInstance } from '../harness.ts';
 
@@ -298,6 +298,7 @@ export function schedulingSuite(ctx: SuiteContext): void {
 
   describe.skipIf(noProcesses)(
     `runOnce across processes${noProcesses ? ` (skipped: ${noProcesses})` : ''}`,
+    { timeout: processTestTimeout },
     () => {
       it('6 processes calling every 100–200 ms for 4.5 s: exactly one run in every period', async () => {
         const table = ctx.table();
@@ -321,12 +322,12 @@ export function schedulingSuite(ctx: SuiteContext): void {
             }),
         );
         try {
-          await Promise.all(children.map((child) => child.next('ready', 60_000)));
+          await Promise.all(children.map((child) => child.next('ready')));
           await ctx.backdoor.waitForWaiters(gate.key, 6);
         } finally {
           await ctx.backdoor.query('SELECT pg_advisory_unlock($1::bigint)', [String(gate.key)]);
         }
-        const reports = await Promise.all(children.map((child) => child.next('done', 60_000)));
+        const reports = await Promise.all(children.map((child) => child.next('done', 4_500 + 5_000)));
         await Promise.all(children.map((child) => child.expectSuccess()));
 
         const rows = await ctx.backdoor.query<{ worker: number; period_start: Date; at: Date }>(

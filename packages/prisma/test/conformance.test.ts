@@ -1,4 +1,0 @@
-import { runConformance } from '@pglock/test-kit';
-import { prismaHarness } from './harness.ts';
-
-runConformance(prismaHarness);
