@@ -25,7 +25,9 @@ for (let run = 1; run <= times; run++) {
   const took = ((performance.now() - t0) / 1000).toFixed(1);
   const load = loadavg()[0]!.toFixed(1);
   if (result.status !== 0) {
-    console.log(`test:repeat: run ${run} of ${times} FAILED after ${took} s (load ${load}); ${run - 1} passed before it`);
+    console.log(
+      `test:repeat: run ${run} of ${times} FAILED after ${took} s (load ${load}); ${run - 1} passed before it`,
+    );
     process.exit(1);
   }
   console.log(`test:repeat: run ${run} of ${times} passed in ${took} s (load ${load})`);
