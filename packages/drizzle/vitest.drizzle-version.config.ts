@@ -23,6 +23,8 @@ export default defineConfig({
     testNamePattern: /^(?!.*(across processes|holder killed)).*$/,
     typecheck: { enabled: true, include: ['test/types.test-d.ts'], tsconfig: join(root, 'tsconfig.json') },
     globalSetup: [here('../test-kit/src/global-setup.ts')],
+    // As the root config: the files wait on the server more than they compute.
+    maxWorkers: Number(process.env.PGLOCK_TEST_WORKERS ?? 3),
     testTimeout: 60_000,
     hookTimeout: 60_000,
   },

@@ -35,6 +35,8 @@ export default defineConfig({
     ],
     globalSetup: [here('../test-kit/src/global-setup.ts')],
     server: { deps: { inline: ['kysely-postgres-js', 'kysely-pglite-dialect'] } },
+    // As the root config: the files wait on the server more than they compute.
+    maxWorkers: Number(process.env.PGLOCK_TEST_WORKERS ?? 3),
     testTimeout: 60_000,
     hookTimeout: 60_000,
   },

@@ -26,6 +26,8 @@ export default defineConfig({
     root: here('.'),
     include: ['test/conformance.prisma.test.ts', 'test/prisma.test.ts'],
     globalSetup: [here('../test-kit/src/global-setup.ts')],
+    // As the root config: the files wait on the server more than they compute.
+    maxWorkers: Number(process.env.PGLOCK_TEST_WORKERS ?? 3),
     testTimeout: 60_000,
     hookTimeout: 60_000,
   },
