@@ -60,6 +60,18 @@ export {
   pinNodePostgresClient,
   queryNodePostgres,
 } from './node-postgres-client.ts';
+export {
+  ADVISORY_LOCKS_OPTION_KEYS,
+  checkOptionKeys,
+  IS_LOCKED_OPTION_KEYS,
+  LEADER_OPTION_KEYS,
+  LOCK_OPTION_KEYS,
+  type OptionKeysContext,
+  RUN_ONCE_OPTION_KEYS,
+  SESSION_LOCK_OPTION_KEYS,
+  TRANSACTION_SETTING_KEYS,
+  WITH_LOCK_OPTION_KEYS,
+} from './option-keys.ts';
 export { pinOwnConnection } from './own-connection.ts';
 export {
   type OpenedPostgresJs,

@@ -4,6 +4,7 @@ import { type LeaderCampaign, type LeaderOptions, startLeader } from './leader.t
 import { type LockKeyInput, lockKey } from './lock-key.ts';
 import { checkDuration, type LockOptions, type LockTarget, lockRequest } from './lock-options.ts';
 import type { LockPort } from './lock-port.ts';
+import { ADVISORY_LOCKS_OPTION_KEYS, checkOptionKeys, IS_LOCKED_OPTION_KEYS } from './option-keys.ts';
 import { type RunOnceContext, type RunOnceOptions, type RunOnceResult, runOnce } from './run-once.ts';
 import {
   runWithSessionLock,
@@ -150,7 +151,9 @@ export function createAdvisoryLocks<Db, Tx, InTx = Tx, S extends TransactionSett
     );
   }
   // Validate every default once, here, with a representative call.
-  lockRequest('pglock', defaults, undefined, 'advisoryLocks');
+  const known = defaultsKeys(port);
+  checkOptionKeys(defaults, known, 'advisoryLocks');
+  lockRequest('pglock', defaults, undefined, 'advisoryLocks', known);
   checkTransactionSettings(defaults.transaction, port.transactionSettings, 'advisoryLocks');
   if (defaults.heartbeatMs !== undefined)
     checkDuration(defaults.heartbeatMs, 'heartbeatMs', 'advisoryLocks', 10);
@@ -174,8 +177,19 @@ export function createAdvisoryLocks<Db, Tx, InTx = Tx, S extends TransactionSett
     },
     tryLock: (tx, target, options) =>
       lockInTransaction(lockScope, tx, target, options, true, name('tryLock')),
-    isLocked: (key, options) =>
-      isLocked(query, lockKey(key, { namespace: options?.namespace ?? lockDefaults.namespace })),
+    // An async function: a bad key or option rejects, as with every verb, rather than throw from the call.
+    isLocked: async (key, options) => {
+      const verb = name('isLocked');
+      if (options !== undefined) {
+        if (typeof options !== 'object' || options === null) {
+          throw new InvalidLockOptionsError(
+            `${verb}: options must be an object (got ${options === null ? 'null' : typeof options}); omit it for the defaults.`,
+          );
+        }
+        checkOptionKeys(options, IS_LOCKED_OPTION_KEYS, verb);
+      }
+      return isLocked(query, lockKey(key, { namespace: options?.namespace ?? lockDefaults.namespace }));
+    },
     inspectLocks: () => inspectLocks(query),
     acquireSessionLock: (target, options) =>
       takeSessionLock(
@@ -204,6 +218,50 @@ export function createAdvisoryLocks<Db, Tx, InTx = Tx, S extends TransactionSett
   };
 }
 
+/** The defaults a factory of `port` takes: core's (the session heartbeat only with session locks) and the adapter's. */
+function defaultsKeys(port: LockPort<never, unknown>): readonly string[] {
+  let keys = knownDefaults.get(port);
+  if (keys === undefined) {
+    keys = ADVISORY_LOCKS_OPTION_KEYS.filter((key) => key !== 'heartbeatMs' || port.pin !== undefined);
+    keys = [...keys, ...(port.factoryOptions ?? [])];
+    knownDefaults.set(port, keys);
+  }
+  return keys;
+}
+
+const knownDefaults = new WeakMap<object, readonly string[]>();
+
+/**
+ * Every verb of a handle that is not one (`null`, a string): each rejects (`leader`, which resolves
+ * no promise, throws) with `InvalidLockOptionsError` naming the function called, before any SQL.
+ */
+function refusingVerbs<Tx, InTx, S extends TransactionSettings>(
+  port: LockPort<never, unknown>,
+  db: unknown,
+  names: VerbNames,
+): AdvisoryLocks<Tx, InTx, S> & SessionAdvisoryLocks {
+  const refused = (verb: VerbName) =>
+    new InvalidLockOptionsError(
+      `${names[verb] ?? verb}: ${port.name} needs a database handle (got ${db === null ? 'null' : typeof db === 'string' ? JSON.stringify(db) : String(db)}); pass the database (or the transaction) you made with it.`,
+    );
+  const reject = (verb: VerbName) => () => Promise.reject(refused(verb));
+  return {
+    withLock: reject('withLock'),
+    tryWithLock: reject('tryWithLock'),
+    lock: reject('lock'),
+    tryLock: reject('tryLock'),
+    isLocked: reject('isLocked'),
+    inspectLocks: reject('inspectLocks'),
+    runOnce: reject('runOnce'),
+    acquireSessionLock: reject('acquireSessionLock'),
+    tryAcquireSessionLock: reject('tryAcquireSessionLock'),
+    withSessionLock: reject('withSessionLock'),
+    leader: () => {
+      throw refused('leader');
+    },
+  };
+}
+
 /**
  * The same verbs as plain functions taking the database first (`withLock(db, …)`), for an adapter's
  * one-line exports. A database's factory is made once and kept with it; `defaults` (validated here,
@@ -227,8 +285,9 @@ export function lockVerbs<Db, Tx, InTx = Tx, S extends TransactionSettings = Tra
   if (defaults !== undefined) createAdvisoryLocks(port, {} as Db, defaults);
   const made = new WeakMap<object, AdvisoryLocks<Tx, InTx, S> & SessionAdvisoryLocks>();
   return (db) => {
+    // Never a throw from here: the verbs of a bad handle reject, as every verb's bad input does.
     if (db === null || (typeof db !== 'object' && typeof db !== 'function')) {
-      return createAdvisoryLocks<Db, Tx, InTx, S>(port, db, defaults, names);
+      return refusingVerbs<Tx, InTx, S>(port as LockPort<never, unknown>, db, names ?? {});
     }
     let locks = made.get(db as object);
     if (locks === undefined) {

@@ -6,6 +6,7 @@ import { formatLockKey } from './lock-key.ts';
 import { checkDuration } from './lock-options.ts';
 import type { PortConnection } from './lock-port.ts';
 import { contextFor } from './nesting.ts';
+import { checkOptionKeys, LEADER_OPTION_KEYS } from './option-keys.ts';
 import { cell } from './row-cell.ts';
 import { jobKey } from './run-once.ts';
 import { type SessionLock, type SessionScope, takeSessionLock } from './session-lock.ts';
@@ -96,6 +97,7 @@ export function startLeader<Db>(
   if (typeof options !== 'object' || options === null) {
     throw new InvalidLockOptionsError(`${verb}: options must be an object with onElected.`);
   }
+  checkOptionKeys(options, LEADER_OPTION_KEYS, verb);
   if (typeof options.onElected !== 'function') {
     throw new InvalidLockOptionsError(
       `${verb}: onElected must be a function; it runs while this process leads.`,

@@ -1,5 +1,6 @@
 import { InvalidLockKeyError, InvalidLockOptionsError } from './errors.ts';
 import { compareLockKeys, type LockKey, type LockKeyInput, lockKey } from './lock-key.ts';
+import { checkOptionKeys, LOCK_OPTION_KEYS } from './option-keys.ts';
 
 /** PostgreSQL's `lock_timeout` is an int4 of milliseconds; Node's timers hold the same range. */
 export const MAX_DURATION_MS = 2 ** 31 - 1;
@@ -55,7 +56,9 @@ const plainRequests = new WeakMap<LockKey, LockRequest>();
 /**
  * Validates a target and options (over `defaults`: an option given as `undefined` keeps the
  * default) into a {@link LockRequest}. Everything an adapter is given passes through here first, so
- * bad input fails before any SQL is sent.
+ * bad input fails before any SQL is sent. `known` are the option names the verb takes (a key of
+ * `options` outside them is refused, {@link checkOptionKeys}); the defaults are the factory's,
+ * checked where it was made.
  *
  * @example
  * ```ts
@@ -70,11 +73,15 @@ export function lockRequest(
   options?: LockOptions,
   defaults?: LockOptions,
   verb = 'lock call',
+  known: readonly string[] = LOCK_OPTION_KEYS,
 ): LockRequest {
-  if (options !== undefined && (typeof options !== 'object' || options === null)) {
-    throw new InvalidLockOptionsError(
-      `${verb}: options must be an object (got ${options === null ? 'null' : typeof options}); omit it for the defaults.`,
-    );
+  if (options !== undefined) {
+    if (typeof options !== 'object' || options === null) {
+      throw new InvalidLockOptionsError(
+        `${verb}: options must be an object (got ${options === null ? 'null' : typeof options}); omit it for the defaults.`,
+      );
+    }
+    checkOptionKeys(options, known, verb);
   }
   // Only `undefined` means "not given": `timeoutMs: null` from JavaScript is refused below, not
   // read as the default (which is to wait without limit).

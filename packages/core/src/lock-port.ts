@@ -120,6 +120,11 @@ export interface LockPort<Db, Tx> {
   /** The transaction settings its ORM can apply (others are refused up front). */
   readonly transactionSettings: readonly TransactionSettingName[];
   /**
+   * The adapter's own keys of `advisoryLocks(db, defaults)`, which core does not read (Kysely's
+   * `control`): every other key but core's is refused as unknown.
+   */
+  readonly factoryOptions?: readonly string[] | undefined;
+  /**
    * The connection behind `handle` when `handle` is a transaction (or a connection inside one):
    * `withLock` nests there with a savepoint, `lock`/`tryLock` accept it. `undefined` otherwise.
    */

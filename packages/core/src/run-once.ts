@@ -6,6 +6,7 @@ import { type BigintLockKey, lockKey } from './lock-key.ts';
 import type { Row } from './lock-port.ts';
 import { queryFailed } from './messages.ts';
 import { contextOfTransaction } from './nesting.ts';
+import { checkOptionKeys, RUN_ONCE_OPTION_KEYS } from './option-keys.ts';
 import { cell } from './row-cell.ts';
 import { sqlStateOf } from './sql-state.ts';
 import { runLocked, type TryResult, type VerbScope, type WithLockOptions } from './transaction-lock.ts';
@@ -98,6 +99,7 @@ export async function runOnce<Db, Tx, T>(
   if (typeof options !== 'object' || options === null) {
     throw new InvalidLockOptionsError(`${verb}: options must be an object with per, e.g. { per: '1h' }.`);
   }
+  checkOptionKeys(options, RUN_ONCE_OPTION_KEYS, verb);
   if (typeof fn !== 'function') throw new InvalidLockOptionsError(`${verb}: the job must be a function.`);
   const perMs = parseDuration(options.per, 'per', verb);
   const key = jobKey(name, options.namespace ?? scope.defaults.namespace, verb);

@@ -15,6 +15,7 @@ import type { ControlConnection, LockPort, PinnedConnection, PortConnection } fr
 import { backendPidStatement, releaseStatements, sessionUnlockStatements } from './lock-statements.ts';
 import { abortedError, describeKeys, heldBySessionError, notAcquiredError, queryFailed } from './messages.ts';
 import { contextFor, currentContext, heldBySession, type LockContext, runInContext } from './nesting.ts';
+import { SESSION_LOCK_OPTION_KEYS } from './option-keys.ts';
 import { cell } from './row-cell.ts';
 import { within } from './run-cancellable.ts';
 import { type Statement, statementText } from './statement.ts';
@@ -93,7 +94,13 @@ export async function takeSessionLock<Db>(
   onHeld?: (connection: PortConnection) => Promise<void>,
 ): Promise<SessionLock | undefined> {
   const { port, db, defaults } = scope;
-  const request = lockRequest(target, options, attempt ? { ...defaults, timeoutMs: 0 } : defaults, verb);
+  const request = lockRequest(
+    target,
+    options,
+    attempt ? { ...defaults, timeoutMs: 0 } : defaults,
+    verb,
+    SESSION_LOCK_OPTION_KEYS,
+  );
   const heartbeatMs = checkDuration(
     options?.heartbeatMs ?? defaults.heartbeatMs ?? DEFAULT_HEARTBEAT_MS,
     'heartbeatMs',

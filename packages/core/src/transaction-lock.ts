@@ -19,6 +19,7 @@ import {
   type LockContext,
   runInContext,
 } from './nesting.ts';
+import { LOCK_OPTION_KEYS, WITH_LOCK_OPTION_KEYS } from './option-keys.ts';
 import { cell } from './row-cell.ts';
 import { heldStatement } from './session-lock.ts';
 import { SqlState, sqlStateOf } from './sql-state.ts';
@@ -75,8 +76,9 @@ function requestFor(
   defaults: LockOptions,
   attempt: boolean,
   verb: string,
+  known: readonly string[],
 ): LockRequest {
-  return lockRequest(target, options, attempt ? tryDefaults(defaults) : defaults, verb);
+  return lockRequest(target, options, attempt ? tryDefaults(defaults) : defaults, verb, known);
 }
 
 function settingsFor<Db, Tx>(
@@ -145,7 +147,7 @@ function startLocked<Db, Tx, T>(
     throw new InvalidLockOptionsError(`${verb}: the callback must be a function.`);
   const { port, db } = scope;
   const settings = settingsFor(scope, options, verb);
-  let request = requestFor(target, options, scope.defaults, attempt, verb);
+  let request = requestFor(target, options, scope.defaults, attempt, verb, WITH_LOCK_OPTION_KEYS);
   // Read once: outside every callback (most calls) there is nothing to walk.
   const current = currentContext();
   const selfHeld = current && heldBySession(db, request.keys, request.shared, current);
@@ -466,7 +468,12 @@ export async function lockInTransaction<Db, Tx>(
   verb: string,
 ): Promise<boolean> {
   const { port, db } = scope;
-  let request = requestFor(target, options, lockDefaultsOf(scope.defaults), attempt, verb);
+  if ((options as WithLockOptions | undefined)?.transaction !== undefined) {
+    throw new InvalidLockOptionsError(
+      `${verb}: transaction settings cannot apply here: ${verb}(tx, …) locks inside a transaction that is already open. Set them where you open it, or use withLock, whose transaction option opens one with them.`,
+    );
+  }
+  let request = requestFor(target, options, lockDefaultsOf(scope.defaults), attempt, verb, LOCK_OPTION_KEYS);
   const connection = contextOfTransaction(tx)?.connection ?? port.connectionOf(tx);
   if (connection === undefined) {
     throw new LockUsageError(

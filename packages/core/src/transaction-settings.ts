@@ -1,4 +1,5 @@
 import { InvalidLockOptionsError } from './errors.ts';
+import { checkOptionKeys, LOCK_OPTION_KEYS, TRANSACTION_SETTING_KEYS } from './option-keys.ts';
 
 /** PostgreSQL's isolation levels, in the words of `SET TRANSACTION`. */
 export type IsolationLevel = 'read uncommitted' | 'read committed' | 'repeatable read' | 'serializable';
@@ -63,7 +64,8 @@ export const NO_TRANSACTION_SETTINGS: CheckedTransactionSettings = Object.freeze
 
 /**
  * Validates `settings` against the fixed lists (they become SQL text in some ORMs, so nothing else
- * may pass) and against what the adapter supports.
+ * may pass) and against what the adapter supports. An unknown name (`{ isolation: … }`, or a lock
+ * option such as `timeoutMs` put inside) is refused too: it would be ignored.
  *
  * @example
  * ```ts
@@ -81,6 +83,11 @@ export function checkTransactionSettings(
   if (typeof settings !== 'object' || settings === null || Array.isArray(settings)) {
     throw new InvalidLockOptionsError(`${verb}: transaction must be an object of transaction settings.`);
   }
+  checkOptionKeys(settings, TRANSACTION_SETTING_KEYS, verb, {
+    prefix: 'transaction.',
+    elsewhere: LOCK_OPTION_KEYS,
+    listed: supported,
+  });
   const { isolationLevel, accessMode, deferrable, timeout, maxWait } = settings;
   const given = { isolationLevel, accessMode, deferrable, timeout, maxWait };
   for (const [name, value] of Object.entries(given)) {

@@ -1,5 +1,5 @@
 import { type BigintLockKey, InvalidLockOptionsError, LockUsageError, lockKey } from '@pglock/core';
-import { lockVerbs } from '@pglock/core/adapter';
+import { checkOptionKeys, lockRequest, lockVerbs } from '@pglock/core/adapter';
 import { drizzleHandle, drizzlePort, ownClient } from './drizzle-port.ts';
 import type { DrizzleRootDatabase } from './drizzle-types.ts';
 
@@ -46,6 +46,8 @@ export interface MigrateWithLockConfig {
   readonly signal?: AbortSignal | undefined;
 }
 
+const CONFIG_KEYS = ['migrationsFolder', 'migrationsTable', 'migrationsSchema', 'timeoutMs', 'signal'];
+
 type Migrate = (db: unknown, config: object) => Promise<unknown>;
 type Migrator = [{ drizzle: (config: { client: object }) => unknown }, { migrate: Migrate }];
 // The migration lock's verbs: every message names migrateWithLock, the function the user called.
@@ -71,12 +73,21 @@ const verbs = lockVerbs(drizzlePort, undefined, { withSessionLock: 'migrateWithL
  * ```
  */
 export async function migrateWithLock(db: DrizzleRootDatabase, config: MigrateWithLockConfig): Promise<void> {
-  const { timeoutMs, signal, ...migration } = config ?? {};
+  if (typeof config !== 'object' || config === null) {
+    throw new InvalidLockOptionsError(
+      "migrateWithLock: config must be an object with migrationsFolder, e.g. { migrationsFolder: './drizzle' }.",
+    );
+  }
+  // Drizzle ignores a key it does not know: a misspelt migrationsTable would apply every migration again.
+  checkOptionKeys(config, CONFIG_KEYS, 'migrateWithLock');
+  const { timeoutMs, signal, ...migration } = config;
   if (typeof migration.migrationsFolder !== 'string' || migration.migrationsFolder === '') {
     throw new InvalidLockOptionsError(
       'migrateWithLock: migrationsFolder must be the drizzle-kit output folder.',
     );
   }
+  // The wait's options are checked here, before the handle is (and before any SQL).
+  lockRequest(MIGRATION_LOCK_KEY, { timeoutMs, signal }, undefined, 'migrateWithLock');
   const { driver, tx } = drizzleHandle(db, 'migrateWithLock');
   if (tx || driver === 'PgliteSession') {
     throw new LockUsageError(

@@ -1,4 +1,5 @@
 import { PGlite } from '@electric-sql/pglite';
+import * as adapter from '@pglock/drizzle';
 import { type Capabilities, countingPool, defineHarness, type Sql } from '@pglock/test-kit';
 import { type SQL, sql } from 'drizzle-orm';
 import { drizzle as drizzleNodePg } from 'drizzle-orm/node-postgres';
@@ -7,6 +8,13 @@ import { drizzle as drizzlePostgresJs } from 'drizzle-orm/postgres-js';
 import pg from 'pg';
 import postgres from 'postgres';
 import { advisoryLocks, type DrizzleDatabaseLike } from '../src/index.ts';
+
+/** The package as apps import it, for the kit's verbs and exports suites. */
+const adapterPackage = {
+  name: '@pglock/drizzle',
+  exports: adapter,
+  readme: new URL('../README.md', import.meta.url),
+};
 
 /** Test SQL with `$n` placeholders as Drizzle SQL (the suites' statements), sent the way an app would. */
 export function rawSql(text: string, values: readonly unknown[] = []): SQL {
@@ -79,6 +87,7 @@ function setup(
 /** `@pglock/drizzle` on drizzle-orm/node-postgres over a `pg.Pool`. */
 export const nodePgPoolHarness = defineHarness<unknown>({
   name: 'drizzle (node-postgres Pool)',
+  package: adapterPackage,
   capabilities: network,
   moduleUrl: import.meta.url,
   exportName: 'nodePgPoolHarness',
@@ -94,6 +103,7 @@ export const nodePgPoolHarness = defineHarness<unknown>({
  */
 export const nodePgClientHarness = defineHarness<unknown>({
   name: 'drizzle (node-postgres Client)',
+  package: adapterPackage,
   // One client runs one transaction at a time.
   capabilities: { ...ownSessions, concurrentCalls: false },
   moduleUrl: import.meta.url,
@@ -136,6 +146,7 @@ function postgresJs(url: string, max: number, options: postgres.Options<Record<s
 /** `@pglock/drizzle` on drizzle-orm/postgres-js; statements counted with postgres.js's `debug` hook. */
 export const postgresJsHarness = defineHarness<unknown>({
   name: 'drizzle (postgres.js)',
+  package: adapterPackage,
   capabilities: postgresJsCapabilities,
   moduleUrl: import.meta.url,
   exportName: 'postgresJsHarness',
@@ -152,6 +163,7 @@ export const postgresJsHarness = defineHarness<unknown>({
  */
 export const postgresJsUnpreparedHarness = defineHarness<unknown>({
   name: 'drizzle (postgres.js, prepare: false)',
+  package: adapterPackage,
   capabilities: postgresJsCapabilities,
   moduleUrl: import.meta.url,
   exportName: 'postgresJsUnpreparedHarness',
@@ -170,6 +182,7 @@ const snakeKeys = (row: Record<string, unknown>) =>
  */
 export const postgresJsCamelHarness = defineHarness<unknown>({
   name: 'drizzle (postgres.js, transform: camel)',
+  package: adapterPackage,
   capabilities: postgresJsCapabilities,
   moduleUrl: import.meta.url,
   exportName: 'postgresJsCamelHarness',
@@ -187,6 +200,7 @@ let shared: Promise<PGlite> | undefined;
  */
 export const pgliteHarness = defineHarness<unknown>({
   name: 'drizzle (PGlite)',
+  package: adapterPackage,
   capabilities: {
     ...network,
     contention: false,

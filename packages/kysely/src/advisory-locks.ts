@@ -1,8 +1,12 @@
 import type {
   AdvisoryLockInfo,
+  LeaderCampaign,
+  LeaderOptions,
   LockKeyInput,
   LockOptions,
   LockTarget,
+  RunOnceContext,
+  RunOnceResult,
   SessionLock,
   SessionLockOptions,
   TryResult,
@@ -13,6 +17,7 @@ import { type Db, kyselyPort, kyselyPortFor } from './kysely-port.ts';
 import type {
   KyselyAdvisoryLocks,
   KyselyAdvisoryLocksOptions,
+  KyselyRunOnceOptions,
   KyselyTransactionLike,
   KyselyTransactionSettings,
   KyselyWithLockOptions,
@@ -236,4 +241,52 @@ export function withSessionLock<DB, T>(
   options?: SessionLockOptions,
 ): Promise<T> {
   return of(db).withSessionLock(target, fn, options);
+}
+
+/**
+ * Runs `fn` at most once per period across every process, in `db.transaction()` that tries the name's
+ * lock and records the period's run in `pglock_jobs` (create it once: a Kysely migration is in
+ * docs/scheduling.md, or `sql.raw(JOBS_TABLE_DDL)`). Resolves `{ ran: true, value, period }`, or
+ * `{ ran: false, reason: 'done' | 'busy', period }`; a job that throws uses up nothing: its error
+ * reaches you, everything rolls back, and the next caller in the period runs it.
+ *
+ * @example
+ * ```ts
+ * import { runOnce } from '@pglock/kysely';
+ *
+ * // Every instance fires the same cron tick; one of them rebuilds the leaderboard each hour.
+ * const result = await runOnce(db, 'leaderboard', { per: '1h' }, async (trx, { period }) => rebuildLeaderboard(trx, period));
+ * if (!result.ran) console.log(`not this time: ${result.reason}`);
+ * ```
+ */
+export function runOnce<DB, T>(
+  db: Kysely<DB> | Transaction<DB>,
+  name: string,
+  options: KyselyRunOnceOptions,
+  fn: (trx: Transaction<DB>, run: RunOnceContext) => Promise<T>,
+): Promise<RunOnceResult<T>> {
+  return of(db).runOnce(name, options, fn);
+}
+
+/**
+ * Campaigns for leadership of `name` on a connection pinned with `db.connection()` until `stop()`.
+ * Once elected, `onElected({ term, signal })` runs: `term` is a fencing token (greater than every
+ * earlier term of the name), `signal` aborts when leadership is lost or on `stop()`. Its heartbeat and
+ * pooler check need a second connection of `db` (or `advisoryLocks(db, { control }).leader(…)`).
+ *
+ * @example
+ * ```ts
+ * import { leader } from '@pglock/kysely';
+ *
+ * const campaign = leader(db, 'scheduler', {
+ *   onElected: ({ term, signal }) => {
+ *     const timer = setInterval(() => void enqueueDueJobs(term), 1_000);
+ *     signal.addEventListener('abort', () => clearInterval(timer));
+ *   },
+ * });
+ * process.once('SIGTERM', () => void campaign.stop());
+ * ```
+ */
+export function leader<DB>(db: Kysely<DB>, name: string, options: LeaderOptions): LeaderCampaign {
+  return of(db).leader(name, options);
 }

@@ -11,7 +11,9 @@ export {
   advisoryLocks,
   inspectLocks,
   isLocked,
+  leader,
   lock,
+  runOnce,
   tryAcquireSessionLock,
   tryLock,
   tryWithLock,
@@ -21,6 +23,7 @@ export {
 export type {
   KyselyAdvisoryLocks,
   KyselyAdvisoryLocksOptions,
+  KyselyRunOnceOptions,
   KyselyTransactionLike,
   KyselyTransactionSettings,
   KyselyWithLockOptions,

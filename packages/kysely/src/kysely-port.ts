@@ -161,6 +161,7 @@ function kyselyPortWith(control: Db | undefined): LockPort<Db, Db> {
   return {
     name: '@pglock/kysely',
     transactionSettings: ['isolationLevel', 'accessMode'],
+    factoryOptions: ['control'],
     connectionOf: (handle) => (isTransaction(handle) ? connectionFor(handle) : undefined),
     transaction(db, { settings }, body) {
       let builder = db.transaction();

@@ -1,6 +1,7 @@
 import type {
   AdvisoryLocks,
   AdvisoryLocksOptions,
+  RunOnceOptions,
   SessionAdvisoryLocks,
   TransactionSettings,
   WithLockOptions,
@@ -51,6 +52,18 @@ export type KyselyTransactionSettings = Pick<TransactionSettings, 'isolationLeve
  * ```
  */
 export type KyselyWithLockOptions = WithLockOptions<KyselyTransactionSettings>;
+
+/**
+ * Options of `runOnce`: `per`, and `transaction: { isolationLevel, accessMode }` for the job's transaction.
+ *
+ * @example
+ * ```ts
+ * import type { KyselyRunOnceOptions } from '@pglock/kysely';
+ *
+ * const hourly: KyselyRunOnceOptions = { per: '1h', transaction: { isolationLevel: 'serializable' } };
+ * ```
+ */
+export type KyselyRunOnceOptions = RunOnceOptions<KyselyTransactionSettings>;
 
 /**
  * Defaults of `advisoryLocks(db, …)`, plus `control`: a second Kysely instance on the same database,

@@ -1,4 +1,5 @@
 import { PGlite } from '@electric-sql/pglite';
+import * as adapter from '@pglock/kysely';
 import {
   type Capabilities,
   countingPool,
@@ -11,6 +12,13 @@ import { PGliteDialect } from 'kysely-pglite-dialect';
 import { PostgresJSDialect } from 'kysely-postgres-js';
 import postgres from 'postgres';
 import { advisoryLocks, type KyselyAdvisoryLocksOptions } from '../src/index.ts';
+
+/** The package as apps import it, for the kit's verbs and exports suites. */
+const adapterPackage = {
+  name: '@pglock/kysely',
+  exports: adapter,
+  readme: new URL('../README.md', import.meta.url),
+};
 
 /** The test-kit's `Sql` (text with `$1…$n`) through Kysely's `sql`, values bound as parameters. */
 export const sqlOf =
@@ -76,6 +84,7 @@ function kyselyHarness(
   return defineHarness<Transaction<unknown>>({
     name,
     capabilities: { ...capabilities, ...own },
+    package: adapterPackage,
     moduleUrl: import.meta.url,
     exportName,
     async open(url, { max }) {

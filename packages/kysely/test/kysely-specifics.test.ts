@@ -6,10 +6,13 @@ import { afterEach, describe, expect, it } from 'vitest';
 import {
   advisoryLocks,
   InvalidLockOptionsError,
+  JOBS_TABLE_DDL,
   LockAbortedError,
   LockLostError,
   LockUsageError,
+  leader,
   lock,
+  runOnce,
   TransactionRolledBackError,
   withLock,
 } from '../src/index.ts';
@@ -69,6 +72,33 @@ describe.each(dialects)('Kysely specifics ($name)', (dialect) => {
     } finally {
       release.resolve();
       await running;
+    }
+  });
+
+  it('runOnce and leader are plain functions too (issue 23 item 11: docs/scheduling.md says every adapter has them)', async () => {
+    const db = open();
+    await sql.raw(JOBS_TABLE_DDL).execute(db);
+    const { name } = t.unique('run-once');
+    const first = await runOnce(db, name, { per: '1h' }, async (trx, { period }) => {
+      const [row] = (await sql<{ one: number }>`SELECT 1 AS one`.execute(trx)).rows;
+      return { one: row?.one, start: period.start };
+    });
+    expect(first).toMatchObject({ ran: true, value: { one: 1 } });
+    expect(await runOnce(db, name, { per: '1h' }, async () => 'again')).toMatchObject({
+      ran: false,
+      reason: 'done',
+    });
+    const elected = deferred<number>();
+    const campaign = leader(db, t.unique('leader').name, {
+      onElected: ({ term }) => elected.resolve(term),
+      // A failed campaign ends the wait with no term (NaN), rather than the test's timeout.
+      onError: () => elected.resolve(Number.NaN),
+    });
+    try {
+      expect(await elected.promise).toBeGreaterThanOrEqual(1);
+      expect(campaign.isLeader).toBe(true);
+    } finally {
+      await campaign.stop();
     }
   });
 

@@ -2,7 +2,11 @@ import type { Generated, Kysely, Transaction } from 'kysely';
 import { describe, expectTypeOf, it } from 'vitest';
 import {
   advisoryLocks,
+  type LeaderCampaign,
+  leader,
   lock,
+  type RunOnceResult,
+  runOnce,
   type SessionLock,
   tryLock,
   tryWithLock,
@@ -16,6 +20,22 @@ interface Database {
 declare const db: Kysely<Database>;
 
 describe('types', () => {
+  it('runOnce gives the job a Transaction<Database>; leader returns its campaign', async () => {
+    const result = await runOnce(
+      db,
+      'job',
+      { per: '1h', transaction: { isolationLevel: 'serializable' } },
+      async (trx) => {
+        expectTypeOf(trx).toEqualTypeOf<Transaction<Database>>();
+        return 1;
+      },
+    );
+    expectTypeOf(result).toEqualTypeOf<RunOnceResult<number>>();
+    // @ts-expect-error Kysely cannot apply deferrable
+    void runOnce(db, 'job', { per: '1h', transaction: { deferrable: true } }, async () => 1);
+    expectTypeOf(leader(db, 'scheduler', { onElected: () => undefined })).toEqualTypeOf<LeaderCampaign>();
+  });
+
   it('lock() and tryLock() reject a non-transaction Kysely', () => {
     // @ts-expect-error a plain Kysely is not a transaction: the lock would be released at once
     lock(db, 'product:1');

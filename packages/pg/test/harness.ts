@@ -1,6 +1,14 @@
+import * as adapter from '@pglock/pg';
 import { countingPool, defineHarness, type Sql } from '@pglock/test-kit';
 import pg from 'pg';
 import { advisoryLocks, type PgClientLike } from '../src/index.ts';
+
+/** The package as apps import it, for the kit's verbs and exports suites. */
+const adapterPackage = {
+  name: '@pglock/pg',
+  exports: adapter,
+  readme: new URL('../README.md', import.meta.url),
+};
 
 const sqlOf =
   (client: PgClientLike): Sql =>
@@ -19,6 +27,7 @@ const capabilities = {
 export const poolHarness = defineHarness<PgClientLike>({
   name: 'pg (Pool)',
   capabilities,
+  package: adapterPackage,
   moduleUrl: import.meta.url,
   exportName: 'poolHarness',
   async open(url, { max, errorListeners }) {
@@ -51,6 +60,7 @@ export const poolHarness = defineHarness<PgClientLike>({
 /** `@pglock/pg` over one `pg.Client` (no session locks: they pin a pooled connection). */
 export const clientHarness = defineHarness<PgClientLike>({
   name: 'pg (Client)',
+  package: adapterPackage,
   capabilities: { ...capabilities, session: false, concurrentCalls: false },
   moduleUrl: import.meta.url,
   exportName: 'clientHarness',

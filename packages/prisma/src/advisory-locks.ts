@@ -29,8 +29,8 @@ const functions = lockFunctions<Db, unknown, PrismaTransactionLike, Settings>(pr
 const NAMES = { withLock: '$withLock', tryWithLock: '$tryWithLock', runOnce: '$runOnce', lock: '$lock' };
 
 /**
- * A Prisma Client extension (named `pglock`) adding `$withLock`, `$tryWithLock` and `$lock`, over
- * transaction-scoped advisory locks: a lock lives and dies with its transaction. `defaults` apply to
+ * A Prisma Client extension (named `pglock`) adding `$withLock`, `$tryWithLock`, `$lock` and
+ * `$runOnce`, over transaction-scoped advisory locks: a lock lives and dies with its transaction. `defaults` apply to
  * every call (per-call options win; `$tryWithLock` tries once unless the call sets `timeoutMs`).
  * Inside a running `$withLock` callback, or on a transaction client (`tx.$withLock`), a call nests
  * with a savepoint on that transaction.

@@ -1,5 +1,5 @@
 import { type LockOptions, type LockTarget, LockUsageError } from '@pglock/core';
-import { batchLockRequest, MAX_DURATION_MS, sendBatchLock } from '@pglock/core/adapter';
+import { batchLockRequest, type LockRequest, MAX_DURATION_MS, sendBatchLock } from '@pglock/core/adapter';
 import type { PrismaPromise } from '@prisma/client/runtime/client';
 import { IN_TRANSACTION_WAIT_MS, isTransactionClient } from './prisma-port.ts';
 import type { PrismaRawQueryable } from './prisma-types.ts';
@@ -20,6 +20,8 @@ interface LazyPrismaPromise<T> extends PrismaPromise<T> {
  * statement becomes pglock's typed error, which `$transaction` rejects with. Awaited alone on a
  * transaction client it is `lock(tx, …)`; on a root client it would lock nothing (autocommit) and
  * rejects with `LockUsageError`. It waits 2500 ms unless `timeoutMs` is set: a Prisma lock never waits without limit.
+ * Bad input never throws from `$lock(…)` itself: awaited, the promise rejects with the typed error;
+ * in a batch, it is thrown as Prisma asks the element to join, before anything is sent.
  */
 export function batchLock(
   client: PrismaRawQueryable,
@@ -28,7 +30,12 @@ export function batchLock(
   defaults: LockOptions,
   inTransaction: (tx: PrismaRawQueryable) => Promise<void>,
 ): PrismaPromise<undefined> {
-  const request = batchLockRequest(target, options, defaults, IN_TRANSACTION_WAIT_MS, '$lock', '$withLock');
+  let request: LockRequest;
+  try {
+    request = batchLockRequest(target, options, defaults, IN_TRANSACTION_WAIT_MS, '$lock', '$withLock');
+  } catch (error) {
+    return refusedElement(error);
+  }
   const waitMs = request.timeoutMs ?? 0;
   const misuse = () =>
     new LockUsageError(
@@ -64,4 +71,31 @@ export function batchLock(
     [Symbol.toStringTag]: 'PrismaPromise',
   };
   return promise;
+}
+
+/**
+ * The element of a `$lock` whose keys or options were refused. Awaited, it rejects with the error.
+ * Asked to join a batch, it throws it: Prisma asks the batch's elements in order, so the throw stops
+ * it before it asks the ones after the lock, and nothing of the batch is sent or left waiting
+ * (`$transaction([…])` throws the typed error). A rejection would let Prisma go on and ask them: 7.10
+ * then holds them, unsent, until every element has joined, which a refused one never does; pglock
+ * does not lean on that for a lock that guards the batch.
+ */
+function refusedElement(error: unknown): PrismaPromise<undefined> {
+  let rejected: Promise<undefined> | undefined;
+  const awaited = () => {
+    rejected ??= Promise.reject(error);
+    return rejected;
+  };
+  const element: LazyPrismaPromise<undefined> = {
+    // biome-ignore lint/suspicious/noThenProperty: a Prisma promise is a lazy thenable by design.
+    then: (resolve, reject) => awaited().then(resolve, reject),
+    catch: (reject) => awaited().catch(reject),
+    finally: (done) => awaited().finally(done),
+    requestTransaction() {
+      throw error;
+    },
+    [Symbol.toStringTag]: 'PrismaPromise',
+  };
+  return element;
 }

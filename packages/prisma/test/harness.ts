@@ -1,5 +1,6 @@
 import type { AdvisoryLocksOptions } from '@pglock/core';
 import { createAdvisoryLocks } from '@pglock/core/adapter';
+import * as adapter from '@pglock/prisma';
 import { defineHarness, type Sql } from '@pglock/test-kit';
 import { advisoryLocks, type PrismaRawQueryable, type TxOf } from '../src/index.ts';
 import { watchedPrismaPort } from '../src/prisma-port.ts';
@@ -27,9 +28,26 @@ function locksVia(client: TestClient | Tx, defaults?: AdvisoryLocksOptions) {
   };
 }
 
+/**
+ * The extension's client methods, read from the extension itself: `Prisma.defineExtension` hands its
+ * definition to `client.$extends`, so a stand-in client that returns what it is given shows it.
+ */
+const extension = advisoryLocks()({ $extends: (definition: unknown) => definition } as never) as unknown as {
+  readonly client: Readonly<Record<string, unknown>>;
+};
+
+/** The package as apps import it, for the kit's verbs and exports suites. */
+const adapterPackage = {
+  name: '@pglock/prisma',
+  exports: adapter,
+  readme: new URL('../README.md', import.meta.url),
+  clientMethods: Object.keys(extension.client),
+};
+
 /** The conformance harness for `@pglock/prisma`: the extension on a generated client over `@prisma/adapter-pg`. */
 export const prismaHarness = defineHarness<Tx>({
   name: 'prisma (adapter-pg)',
+  package: adapterPackage,
   capabilities: {
     contention: true,
     multiProcess: true,

@@ -441,18 +441,52 @@ describe('$lock: the lock as the first query of a batch transaction', () => {
     expect(await backdoor.locksOn(key)).toEqual([]);
   });
 
-  it('bad input is refused where $lock is called, before the batch starts', () => {
-    const { prisma } = open();
-    expect(() => prisma.$lock('')).toThrow(InvalidLockKeyError);
-    expect(() => prisma.$lock('k', { timeoutMs: -1 })).toThrow(InvalidLockOptionsError);
-    expect(() => prisma.$lock('k', { signal: AbortSignal.timeout(100) } as never)).toThrow(
-      InvalidLockOptionsError,
-    );
-    // The batch's transaction is Prisma's: settings given to $lock would be silently dropped.
-    expect(() => prisma.$lock('k', { transaction: { isolationLevel: 'serializable' } } as never)).toThrow(
-      InvalidLockOptionsError,
-    );
-    expect(() => prisma.$lock('k', { timeoutMs: null } as never)).toThrow(InvalidLockOptionsError);
+  it('bad input never throws from $lock itself: awaited it rejects; in a batch nothing is sent', async () => {
+    const { name, key } = lockName('batch-bad-input');
+    const id = newId();
+    const { prisma, count } = open();
+    await prisma.$queryRawUnsafe('SELECT 1 AS warm');
+    const before = count();
+    for (const [label, make, is] of [
+      ["''", () => prisma.$lock(''), InvalidLockKeyError.is],
+      ['timeoutMs: -1', () => prisma.$lock(name, { timeoutMs: -1 }), InvalidLockOptionsError.is],
+      [
+        'signal',
+        () => prisma.$lock(name, { signal: AbortSignal.timeout(100) } as never),
+        InvalidLockOptionsError.is,
+      ],
+      // The batch's transaction is Prisma's: settings given to $lock would be silently dropped.
+      [
+        'transaction',
+        () => prisma.$lock(name, { transaction: { isolationLevel: 'serializable' } } as never),
+        InvalidLockOptionsError.is,
+      ],
+      ['timeoutMs: null', () => prisma.$lock(name, { timeoutMs: null } as never), InvalidLockOptionsError.is],
+      ['an unknown option', () => prisma.$lock(name, { timeout: 100 } as never), InvalidLockOptionsError.is],
+    ] as const) {
+      const element = make();
+      const awaited = await element.then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(is(awaited), `${label}: ${String(awaited)}`).toBe(true);
+      // In a batch: Prisma asks each element to join in order; the refused lock throws as it is asked,
+      // so the elements after it are never asked, and nothing of the batch is sent.
+      let thrown: unknown;
+      try {
+        await prisma.$transaction([
+          make(),
+          prisma.account.create({ data: { id, owner: 'unlocked', balance: 1 } }),
+        ]);
+      } catch (error) {
+        thrown = error;
+      }
+      expect(is(thrown), `${label} in a batch: ${String(thrown)}`).toBe(true);
+    }
+    await sleep(50); // a batch element that had joined would be sent on the next tick
+    expect(count()).toBe(before);
+    expect(await accountOwner(id)).toEqual([]);
+    expect(await backdoor.locksOn(key)).toEqual([]);
   });
 });
 

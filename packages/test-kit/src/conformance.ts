@@ -4,6 +4,7 @@ import type { AdapterHarness } from './harness.ts';
 import { abortSuite } from './suites/abort.ts';
 import { diagnosticsSuite } from './suites/diagnostics.ts';
 import { exclusionSuite } from './suites/exclusion.ts';
+import { exportsSuite } from './suites/exports.ts';
 import { faultsSuite } from './suites/faults.ts';
 import { inputSuite } from './suites/input.ts';
 import { keyParitySuite } from './suites/key-parity.ts';
@@ -17,6 +18,7 @@ import { schedulingSuite } from './suites/scheduling.ts';
 import { sessionLocksSuite } from './suites/session-locks.ts';
 import { timeoutSuite } from './suites/timeouts.ts';
 import { transactionSettingsSuite } from './suites/transaction-settings.ts';
+import { verbsSuite } from './suites/verbs.ts';
 
 /** The named suites; an adapter runs all of them (capability gaps skip with a reason). */
 export const suites = {
@@ -36,6 +38,8 @@ export const suites = {
   transactionSettings: transactionSettingsSuite,
   diagnostics: diagnosticsSuite,
   scheduling: schedulingSuite,
+  verbs: verbsSuite,
+  exports: exportsSuite,
 } as const;
 
 /** The name of one suite of the kit (`PGLOCK_SUITES` takes these). */

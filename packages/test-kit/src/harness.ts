@@ -116,11 +116,31 @@ export interface OpenOptions {
   readonly errorListeners?: boolean | undefined;
 }
 
+/**
+ * The adapter package as apps import it: the suites that call every export (`verbs`) and compare the
+ * exports with the documentation (`exports`) read it.
+ */
+export interface AdapterPackage {
+  /** The package name, e.g. `@pglock/pg` (its row in docs/scheduling.md). */
+  readonly name: string;
+  /** Every runtime export: `import * as adapter from '@pglock/pg'`. */
+  readonly exports: Readonly<Record<string, unknown>>;
+  /** The package's README, whose marked export list the `exports` suite compares with `exports`. */
+  readonly readme: URL;
+  /**
+   * The methods the adapter adds to a client (Prisma's extension: `$withLock`, …), called on the
+   * instance's `db`. Read from the adapter itself, not written out, so a new one is met by the suites.
+   */
+  readonly clientMethods?: readonly string[] | undefined;
+}
+
 /** How the conformance suite drives one adapter (one per adapter and driver). */
 export interface AdapterHarness {
   /** Shown in test names, e.g. `pg (Pool)` or `drizzle (postgres.js)`. */
   readonly name: string;
   readonly capabilities: Capabilities;
+  /** The adapter package (the `verbs` and `exports` suites skip without it, saying so). */
+  readonly package?: AdapterPackage | undefined;
   /**
    * Absolute file URL of a module exporting this harness as `exportName`: child processes import it
    * to open their own instance (separate-process suites).
@@ -163,6 +183,7 @@ export interface HarnessSetup<Tx> {
 export function defineHarness<Tx>(definition: {
   readonly name: string;
   readonly capabilities: Capabilities;
+  readonly package?: AdapterPackage | undefined;
   readonly moduleUrl: string;
   readonly exportName: string;
   /** `errorListeners: false`: add no `'error'` listener of the harness's own (see {@link OpenOptions}). */
@@ -174,6 +195,7 @@ export function defineHarness<Tx>(definition: {
   return {
     name: definition.name,
     capabilities: definition.capabilities,
+    package: definition.package,
     moduleUrl: definition.moduleUrl,
     exportName: definition.exportName,
     async open(url, options = {}) {

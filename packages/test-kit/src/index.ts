@@ -15,11 +15,13 @@ export {
   useSuiteContext,
 } from './context.ts';
 export { type CountingPool, type CountingPoolOptions, countingPool } from './counting-pool.ts';
+export { documentedExports, scheduledExports } from './documented-exports.ts';
 export { type EmbeddedServer, freePort, startEmbeddedServer } from './embedded-server.ts';
 export { type LockTestFixtures, useLockTestFixtures } from './fixtures.ts';
 export {
   type AdapterHarness,
   type AdapterInstance,
+  type AdapterPackage,
   type AnyLocks,
   type Capabilities,
   defineHarness,

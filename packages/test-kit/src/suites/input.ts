@@ -84,6 +84,48 @@ export function inputSuite(ctx: SuiteContext): void {
       if (capabilities.countsStatements) expect(instance.statementCount()).toBe(before);
     });
 
+    it('an unknown option is InvalidLockOptionsError naming it and what was meant, before any SQL (it used to be ignored)', async () => {
+      const instance = await ctx.open();
+      await instance.isLocked(ctx.name('warm').name);
+      const before = instance.statementCount();
+      const { name } = ctx.name('unknown-option');
+      // Misplaced: the setting lives under `transaction`; ignored, the callback ran at read committed.
+      let level: unknown;
+      const misplaced = await instance
+        .withLock(
+          name,
+          async (sql) => {
+            level = (await sql('SHOW transaction_isolation'))[0]?.transaction_isolation;
+          },
+          { isolationLevel: 'serializable' } as never,
+        )
+        .catch((e: unknown) => e);
+      expect(level, 'the callback ran, at the default isolation level').toBeUndefined();
+      expect(InvalidLockOptionsError.is(misplaced), String(misplaced)).toBe(true);
+      expect((misplaced as Error).message).toMatch(
+        /^\$?withLock: unknown option `isolationLevel` \(did you mean `transaction\.isolationLevel`\?\)/,
+      );
+      // Another library's option (ShedLock's): nothing near it, so the message lists what runOnce takes.
+      const foreign = await instance.locks
+        .runOnce(name, { per: '1h', lockAtMostFor: '10m' } as never, async () => 'ran')
+        .catch((e: unknown) => e);
+      expect(InvalidLockOptionsError.is(foreign), String(foreign)).toBe(true);
+      expect((foreign as Error).message).toMatch(
+        /^runOnce: unknown option `lockAtMostFor`; the options of runOnce are per, timeoutMs, signal, namespace, transaction\./,
+      );
+      // A typo inside `transaction`, and in the factory's defaults (thrown where the factory is made).
+      const typo = await instance
+        .withLock(name, async () => 'ran', { transaction: { isolation: 'serializable' } } as never)
+        .catch((e: unknown) => e);
+      expect((typo as Error).message).toMatch(
+        /unknown setting `transaction\.isolation` \(did you mean `transaction\.isolationLevel`\?\)/,
+      );
+      expect(() => instance.advisoryLocks({ timeout_ms: 500 } as never)).toThrow(
+        /^advisoryLocks: unknown option `timeout_ms` \(did you mean `timeoutMs`\?\)/,
+      );
+      if (capabilities.countsStatements) expect(instance.statementCount()).toBe(before);
+    });
+
     it.skipIf(noContention)(
       `names with quotes, backslashes, NUL, emoji and SQL are just names${noContention ? ` (skipped: ${noContention})` : ''}`,
       async () => {
