@@ -12,6 +12,7 @@ const capabilities = {
   abort: true,
   countsStatements: true,
   session: true,
+  pooledTransactionHandle: true,
   transactionSettings: ['isolationLevel', 'accessMode', 'deferrable'],
 } as const;
 
