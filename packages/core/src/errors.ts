@@ -245,8 +245,11 @@ export class InvalidLockOptionsError extends AdvisoryLockError {
 /**
  * A pglock function was called in a way that cannot give the protection it promises: a
  * transaction-scoped lock outside a transaction, a session lock through a transaction-mode pooler, a
- * second call on a connection that is busy with one. Nothing was left locked. The message names the
- * function and says what to call instead.
+ * second call on a connection that is busy with one, a nested call its callback did not await (the
+ * outer call waited for it, then rolled back), a lock call on the transaction of a callback that has
+ * settled, a nested call that rolled back to its savepoint while the outer callback sent statements
+ * beside it (rolled back too). Nothing was left locked and nothing of the refused call was committed.
+ * The message names the function and says what to do instead.
  *
  * @example
  * ```ts

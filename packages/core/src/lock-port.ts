@@ -157,6 +157,14 @@ export interface LockPort<Db, Tx> {
   /** True when the ORM itself rejects a COMMIT that PostgreSQL answered with ROLLBACK. */
   readonly reportsFailedCommit?: boolean;
   /**
+   * True when the `Tx` a callback gets is a driver connection that serves later callers once the
+   * transaction ends (node-postgres's pooled client). Otherwise core remembers each settled callback's
+   * handle and refuses a lock call on it (`LockUsageError`) however late it comes; for a reused
+   * handle it can tell such a call from the next owner's only while the call runs in the settled
+   * callback's async context.
+   */
+  readonly reusesTransactionHandle?: boolean;
+  /**
    * The wait when `timeoutMs` is omitted, where waiting without limit is wrong for the ORM (Prisma):
    * `'withLock'` for a transaction of pglock's own, `'lock'` inside a running one (a `lock(tx)`, or a
    * nested `withLock`). `db` is the handle the call was given (its own defaults may matter).

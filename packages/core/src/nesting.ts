@@ -1,6 +1,9 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { LockUsageError } from './errors.ts';
 import { compareLockKeys, type LockKey } from './lock-key.ts';
+import type { LockRequest } from './lock-options.ts';
 import type { PortConnection } from './lock-port.ts';
+import { describeKeys } from './messages.ts';
 
 /** The keys a running `withSessionLock` callback's session holds, and in which mode. */
 export interface SessionHold {
@@ -27,8 +30,12 @@ export interface LockContext {
    * was made in (another database's callback, a session lock's), so lookups see every level.
    */
   readonly parent: LockContext | undefined;
-  /** A nested call is running directly in this context (a second one at once would interleave savepoints). */
-  busy: boolean;
+  /**
+   * The nested call running directly in this context's transaction, from its start until its
+   * savepoint is released or rolled back: a second one at once would interleave savepoints, and the
+   * callback must not settle (and its transaction end) under it.
+   */
+  nested: NestedCall | undefined;
   /**
    * False once the callback has settled. Work the callback started and left running (a timer, an
    * un-awaited promise) still carries the context: a lock call from there must not nest into a
@@ -36,10 +43,37 @@ export interface LockContext {
    */
   open: boolean;
   /**
+   * How often this context's own code ran while it had a nested call (counted by the watch of
+   * `savepoint-watch.ts` while a savepoint is open): work of the callback beside that call, whose
+   * statements went into the call's savepoint.
+   */
+  activity: number;
+  /**
+   * Set when a nested call rolled back to its savepoint while this callback's own code ran beside
+   * it: statements of that code may have been undone with it, so the transaction must not commit.
+   */
+  lost: Error | undefined;
+  /** What the call of this context locks and its verb, for messages (undefined for a caller's transaction). */
+  readonly request: LockRequest | undefined;
+  readonly verb: string | undefined;
+  /**
    * Set for a `withSessionLock` callback: not a transaction to nest in (`tx` is undefined), but the
    * keys its session holds on a connection of its own, which no lock call from the callback can use.
    */
   readonly session?: SessionHold | undefined;
+}
+
+/** A lock call nested in a running context's transaction, until its savepoint is released or rolled back. */
+export interface NestedCall {
+  /** The nested call's own context (its callback runs there). */
+  readonly context: LockContext;
+  /** Resolves once the call is over (never rejects): nothing of it runs on the connection any more. */
+  readonly ended: Promise<void>;
+  /**
+   * The call's promise and the promises chained on it: made by the outer callback waiting for the
+   * call, not by its own work beside it (see `savepoint-watch.ts`).
+   */
+  readonly awaiting: WeakSet<object>;
 }
 
 interface ContextState {
@@ -93,11 +127,46 @@ export function contextFor(
 }
 
 /** The context whose transaction runs on `connection`-owning handle `tx`, if pglock opened it. */
-export function contextOfTransaction(tx: unknown): LockContext | undefined {
-  for (let context = state.storage.getStore(); context !== undefined; context = context.parent) {
+export function contextOfTransaction(
+  tx: unknown,
+  from: LockContext | undefined = state.storage.getStore(),
+): LockContext | undefined {
+  for (let context = from; context !== undefined; context = context.parent) {
     if (context.open && context.session === undefined && context.tx === tx) return context;
   }
   return undefined;
+}
+
+// The transaction handles of pglock's own transactions whose handle is the callback's alone (not a
+// pooled driver client that serves the next caller, see `LockPort.reusesTransactionHandle`): a lock
+// call on one after its callback settled is refused however late it comes, also once the store is
+// disabled. Weak: an entry lives only as long as the handle.
+const transactions = new WeakMap<object, LockContext>();
+
+/** Remembers `context`'s transaction handle for {@link settledTransaction}. */
+export function rememberTransaction(context: LockContext): void {
+  const { tx } = context;
+  if (typeof tx === 'object' && tx !== null && tx !== context.root) transactions.set(tx, context);
+}
+
+/**
+ * The settled callback whose transaction `handle` is: one the running code descends from (work the
+ * callback left running), or one {@link rememberTransaction} kept. That transaction has ended and its
+ * connection may serve another caller, so no lock call may use it. Called when no open context
+ * matches `handle`. A handle that is also the callback's database (a lone `pg.Client`) is not one:
+ * a call on the database takes a transaction of its own.
+ */
+export function settledTransaction(
+  handle: unknown,
+  from: LockContext | undefined = state.storage.getStore(),
+): LockContext | undefined {
+  if (typeof handle !== 'object' || handle === null) return undefined;
+  for (let context = from; context !== undefined; context = context.parent) {
+    if (!context.open && context.session === undefined && context.tx === handle && context.root !== handle)
+      return context;
+  }
+  const known = transactions.get(handle);
+  return known !== undefined && !known.open ? known : undefined;
 }
 
 /**
@@ -124,7 +193,7 @@ export function heldBySession(
 
 /**
  * Runs `fn(arg)` with `context` as the current lock context (the argument spares a closure per
- * call), and closes the context when `fn` settles.
+ * call), and keeps the store enabled meanwhile.
  *
  * The store is enabled only while some callback runs, and 10 ms after. On Node 20 and 22 an enabled
  * `AsyncLocalStorage` installs promise hooks that every promise of the process pays for (about a
@@ -133,7 +202,7 @@ export function heldBySession(
  * running loses no live context; a continuation that outlived its callback finds its context
  * closed either way.
  */
-export async function runInContext<A, T>(
+export async function enterContext<A, T>(
   context: LockContext,
   fn: (arg: A) => Promise<T>,
   arg: A,
@@ -142,13 +211,62 @@ export async function runInContext<A, T>(
   try {
     return await state.storage.run(context, fn, arg);
   } finally {
-    context.open = false;
-    if (--state.running === 0 && state.idle === undefined) {
-      state.idle = setTimeout(disableIfIdle, IDLE_MS);
-      // Never what keeps the process alive.
-      state.idle.unref?.();
-    }
+    leave();
   }
+}
+
+/**
+ * Runs a callback in `context` ({@link enterContext}) and closes the context when it settles. A
+ * nested call the callback left running is waited for (its statements run on this transaction's
+ * connection, which must not end or go back to the pool under them), and then the callback's own
+ * error is thrown, or else `LockUsageError` naming that call: the transaction is rolled back, never
+ * committed with work nobody waited for. The same for a callback whose work ran beside a nested
+ * call that rolled back to its savepoint ({@link LockContext.lost}).
+ */
+export async function runInContext<A, T>(
+  context: LockContext,
+  fn: (arg: A) => Promise<T>,
+  arg: A,
+): Promise<T> {
+  state.running++;
+  try {
+    let value: T;
+    let left: NestedCall | undefined;
+    try {
+      value = await state.storage.run(context, fn, arg);
+    } finally {
+      context.open = false;
+      left = context.nested;
+      if (left !== undefined) await left.ended;
+    }
+    if (left !== undefined) throw leftRunningError(context, left.context);
+    if (context.lost !== undefined) throw context.lost;
+    return value;
+  } finally {
+    leave();
+  }
+}
+
+function leave(): void {
+  if (--state.running === 0 && state.idle === undefined) {
+    state.idle = setTimeout(disableIfIdle, IDLE_MS);
+    // Never what keeps the process alive.
+    state.idle.unref?.();
+  }
+}
+
+/** The callback of `context` returned while the nested call of `inner` was still running. */
+function leftRunningError(context: LockContext, inner: LockContext): LockUsageError {
+  const verb = context.verb ?? 'withLock';
+  return new LockUsageError(
+    `${verb}: the callback under the ${describe(context)} returned while the nested ${inner.verb ?? 'call'} on the ${describe(inner)} it started was still running in its transaction. pglock waited for that call to end, then rolled the transaction back: nothing either callback wrote was saved. Await every nested call before the callback returns (a nested call runs inside the outer transaction and cannot outlive it).`,
+    { keys: context.request?.keys },
+  );
+}
+
+/** The keys of a context's call, for messages. */
+export function describe(context: LockContext): string {
+  return context.request === undefined ? 'lock of your transaction' : describeKeys(context.request);
 }
 
 function disableIfIdle(): void {

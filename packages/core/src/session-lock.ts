@@ -383,8 +383,12 @@ class HeldSessionLock implements SessionLock {
       connection: this.#pinned,
       depth: 0,
       parent: currentContext(),
-      busy: false,
+      nested: undefined,
       open: true,
+      activity: 0,
+      lost: undefined,
+      request: this.#request,
+      verb: undefined,
       session: { keys: this.keys, shared: this.#request.shared },
     };
   }

@@ -15,12 +15,17 @@ import {
   contextFor,
   contextOfTransaction,
   currentContext,
+  describe,
+  enterContext,
   heldBySession,
   type LockContext,
+  rememberTransaction,
   runInContext,
+  settledTransaction,
 } from './nesting.ts';
 import { LOCK_OPTION_KEYS, WITH_LOCK_OPTION_KEYS } from './option-keys.ts';
 import { cell } from './row-cell.ts';
+import { watchSavepoint } from './savepoint-watch.ts';
 import { heldStatement } from './session-lock.ts';
 import { SqlState, sqlStateOf } from './sql-state.ts';
 import { startBound } from './start-bound.ts';
@@ -152,7 +157,13 @@ function startLocked<Db, Tx, T>(
   const current = currentContext();
   const selfHeld = current && heldBySession(db, request.keys, request.shared, current);
   if (selfHeld !== undefined) throw heldBySessionError(request, verb, selfHeld);
-  const nestIn = (current && contextFor(db, current)) ?? outerTransaction(port, db, current);
+  let nestIn = current && contextFor(db, current);
+  if (nestIn === undefined) {
+    // Before the port looks at the handle: a pooled client may be inside another caller's transaction by now.
+    const settled = settledTransaction(db, current);
+    if (settled !== undefined) throw settledTransactionError(settled, request, verb);
+    nestIn = outerTransaction(port, db, current);
+  }
   if (request.timeoutMs === undefined && port.defaultTimeoutMs !== undefined) {
     // A nested call waits inside a running transaction, as lock(tx) does.
     const fallback = port.defaultTimeoutMs(nestIn === undefined ? 'withLock' : 'lock', settings, db);
@@ -186,9 +197,21 @@ function outerTransaction<Db, Tx>(
     connection,
     depth: 0,
     parent: current,
-    busy: false,
+    nested: undefined,
     open: true,
+    activity: 0,
+    lost: undefined,
+    request: undefined,
+    verb: undefined,
   };
+}
+
+/** A lock call given the transaction of a callback that has settled (from work it left running). */
+function settledTransactionError(settled: LockContext, request: LockRequest, verb: string): LockUsageError {
+  return new LockUsageError(
+    `${verb}: this is the transaction of the callback under the ${describe(settled)}, and that callback has settled: the transaction has ended and its connection may serve another caller by now. Call ${verb} on the database for a transaction of its own, or make the call inside that callback and await it.`,
+    { keys: request.keys },
+  );
 }
 
 async function ownTransaction<Db, Tx, T>(
@@ -265,9 +288,15 @@ async function ownTransaction<Db, Tx, T>(
           // The context the call was made in (another database's callback, a session lock's): a
           // later call on that database from this callback still finds its transaction.
           parent,
-          busy: false,
+          nested: undefined,
           open: true,
+          activity: 0,
+          lost: undefined,
+          request,
+          verb,
         };
+        if (!port.reusesTransactionHandle) rememberTransaction(context);
+        // Rejects after the callback if it left a nested call running, or its work beside one was undone.
         const result = await runInContext(context, fn, tx);
         if (!transactionOpen(connection)) await assertNotFailed(port, connection, request, verb, false);
         return result;
@@ -350,7 +379,7 @@ function savepointStatements(depth: number): Statement[] {
   return statements;
 }
 
-async function nested<Db, Tx, T>(
+function nested<Db, Tx, T>(
   scope: VerbScope<Db, Tx>,
   outer: LockContext,
   request: LockRequest,
@@ -358,23 +387,83 @@ async function nested<Db, Tx, T>(
   attempt: boolean,
   verb: string,
 ): Promise<T | TryResult<T>> {
-  if (outer.busy) {
+  const running = outer.nested;
+  if (running !== undefined) {
     throw new LockUsageError(
-      `${verb}: another pglock call is already running on this transaction; nested calls on one transaction run one at a time. Await it before starting the next, or run independent work outside the callback.`,
+      `${verb}: another pglock call (${running.context.verb} on the ${describe(running.context)}) is already running on this transaction; nested calls on one transaction run one at a time. Await it before starting the next, or run independent work outside the callback.`,
       { keys: request.keys },
     );
   }
-  const { connection } = outer;
-  const depth = outer.depth + 1;
+  const context: LockContext = {
+    root: outer.root,
+    tx: outer.tx,
+    connection: outer.connection,
+    depth: outer.depth + 1,
+    parent: outer,
+    nested: undefined,
+    open: true,
+    activity: 0,
+    lost: undefined,
+    request,
+    verb,
+  };
+  let end!: () => void;
+  const ended = new Promise<void>((resolve) => {
+    end = resolve;
+  });
+  // Set at once: a second call made before this one's first await is refused, and the outer callback
+  // settling from now on waits for this call.
+  const awaiting = new WeakSet<object>();
+  outer.nested = { context, ended, awaiting };
+  // pglock's own statements run in the call's context, not the outer callback's: the savepoint's watch
+  // counts only the outer callback's own code.
+  const call = enterContext(
+    context,
+    () => inSavepoint(scope, outer, context, request, fn, attempt, verb, end),
+    undefined,
+  );
+  awaiting.add(call);
+  return call;
+}
+
+/** The body of a nested call: savepoint, lock, callback, release (or roll back to the savepoint). */
+async function inSavepoint<Db, Tx, T>(
+  scope: VerbScope<Db, Tx>,
+  outer: LockContext,
+  context: LockContext,
+  request: LockRequest,
+  fn: (tx: unknown) => Promise<T>,
+  attempt: boolean,
+  verb: string,
+  end: () => void,
+): Promise<T | TryResult<T>> {
+  const { connection, depth } = context;
   const [open, release, rollback] = savepointStatements(depth) as [Statement, Statement, Statement];
   const deadline =
     request.timeoutMs === undefined || request.timeoutMs === 0
       ? undefined
       : performance.now() + request.timeoutMs;
   const trace = startTrace(request, 'transaction');
-  outer.busy = true;
   let acquired = false;
+  let ranBeside: (() => readonly LockContext[]) | undefined;
+  // Whatever the outer callbacks' own code sent while the savepoint was open is undone with it.
+  const rollBack = async (quiet: boolean) => {
+    for (const lost of ranBeside?.() ?? []) lost.lost ??= lostWorkError(lost, context);
+    if (quiet) {
+      await connection.query(rollback).catch(() => undefined);
+      await connection.query(release).catch(() => undefined);
+    } else {
+      await connection.query(rollback);
+      await connection.query(release);
+    }
+  };
   try {
+    // The caller's code runs on to its first await before this call sends anything: a statement it
+    // sends right after the call goes before the savepoint, not into it, and its `await` of this
+    // call is made before the watch starts.
+    await undefined;
+    if (!outer.open) throw settledOuterError(outer, context, false);
+    ranBeside = watchSavepoint(outer);
     await connection.query(open);
     try {
       const cancel =
@@ -392,32 +481,25 @@ async function nested<Db, Tx, T>(
         trace,
       });
     } catch (error) {
-      await connection.query(rollback).catch(() => undefined);
-      await connection.query(release).catch(() => undefined);
+      await rollBack(true);
       throw error;
     }
     if (!acquired) {
-      await connection.query(rollback);
-      await connection.query(release);
+      await rollBack(false);
       if (attempt) return { acquired: false };
       throw notAcquiredError(request, verb);
     }
-    const context: LockContext = {
-      root: outer.root,
-      tx: outer.tx,
-      connection,
-      depth,
-      parent: outer,
-      busy: false,
-      open: true,
-    };
+    if (!outer.open) {
+      await rollBack(true);
+      throw settledOuterError(outer, context, false);
+    }
     let value: T;
     try {
       value = await runInContext(context, fn, outer.tx);
+      if (!outer.open) throw settledOuterError(outer, context, true);
       if (!transactionOpen(connection)) await assertNotFailed(scope.port, connection, request, verb, true);
     } catch (error) {
-      await connection.query(rollback).catch(() => undefined);
-      await connection.query(release).catch(() => undefined);
+      await rollBack(true);
       throw error;
     }
     try {
@@ -428,21 +510,44 @@ async function nested<Db, Tx, T>(
       // read), so the check above passed and RELEASE failed in the aborted transaction. Roll back
       // to the savepoint as for any failed nested callback, so the outer transaction goes on
       // (found by the kit's nested rolled-back test under load).
-      await connection.query(rollback).catch(() => undefined);
-      await connection.query(release).catch(() => undefined);
+      await rollBack(true);
       if (sqlStateOf(error) === SqlState.inFailedTransaction)
         throw rolledBackError(request, verb, true, error);
       throw error;
     }
     return attempt ? { acquired: true, value } : value;
   } finally {
-    outer.busy = false;
+    // Released: what the outer callbacks sent meanwhile is theirs (ends the watch if still on).
+    ranBeside?.();
+    context.open = false;
+    outer.nested = undefined;
+    end();
     // The caller's own transaction stands for this call only: a continuation left running by the
     // callback goes through the transaction's own check next time (it may have ended by then).
     if (outer.depth === 0) outer.open = false;
     // A nested lock lives until the outer transaction ends; pglock does not see that end.
     if (acquired) trace.released();
   }
+}
+
+/** A nested call whose outer callback settled before (`ran` false) or while its own callback ran. */
+function settledOuterError(outer: LockContext, context: LockContext, ran: boolean): LockUsageError {
+  const verb = context.verb ?? 'withLock';
+  const what = ran
+    ? "returned while this call's callback ran; that transaction is rolled back, so nothing this callback wrote was saved"
+    : "had already returned, so its transaction is ending: this call's callback did not run";
+  return new LockUsageError(
+    `${verb}: the callback this call nests in (under the ${describe(outer)}) ${what}. Await the nested call inside that callback, or make the call outside it for a transaction of its own.`,
+    { keys: context.request?.keys },
+  );
+}
+
+/** The callback of `lost` ran other work while the nested call of `inner` rolled back to its savepoint. */
+function lostWorkError(lost: LockContext, inner: LockContext): LockUsageError {
+  return new LockUsageError(
+    `${lost.verb ?? 'withLock'}: the nested ${inner.verb ?? 'call'} on the ${describe(inner)} rolled back to its savepoint while this callback (under the ${describe(lost)}) ran other work on the same transaction: what that work sent went into the savepoint and may have been undone with it, so pglock rolled the whole transaction back instead of committing. Await each nested call before the callback does anything else.`,
+    { keys: lost.request?.keys },
+  );
 }
 
 const lockDefaultsCache = new WeakMap<object, LockOptions>();
@@ -474,7 +579,20 @@ export async function lockInTransaction<Db, Tx>(
     );
   }
   let request = requestFor(target, options, lockDefaultsOf(scope.defaults), attempt, verb, LOCK_OPTION_KEYS);
-  const connection = contextOfTransaction(tx)?.connection ?? port.connectionOf(tx);
+  const current = currentContext();
+  const context = current && contextOfTransaction(tx, current);
+  const running = context?.nested;
+  if (running !== undefined) {
+    throw new LockUsageError(
+      `${verb}: the nested ${running.context.verb} on the ${describe(running.context)} is running on this transaction; a lock taken now would be inside its savepoint, and released if that call rolls back. Await the nested call first, or take this lock inside its callback.`,
+      { keys: request.keys },
+    );
+  }
+  if (context === undefined) {
+    const settled = settledTransaction(tx, current);
+    if (settled !== undefined) throw settledTransactionError(settled, request, verb);
+  }
+  const connection = context?.connection ?? port.connectionOf(tx);
   if (connection === undefined) {
     throw new LockUsageError(
       `${verb}(tx, …) needs a transaction: outside one, a transaction-scoped lock is released as soon as its statement ends. ` +

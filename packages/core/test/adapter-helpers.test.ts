@@ -88,7 +88,19 @@ describe('adapter helpers', () => {
     // a lock context on it (the watch is scoped by that context).
     const callback = (connection: PortConnection, fn: () => Promise<unknown>) =>
       runInContext(
-        { root: {}, tx: {}, connection, depth: 1, parent: undefined, busy: false, open: true },
+        {
+          root: {},
+          tx: {},
+          connection,
+          depth: 1,
+          parent: undefined,
+          nested: undefined,
+          open: true,
+          activity: 0,
+          lost: undefined,
+          request: undefined,
+          verb: undefined,
+        },
         fn,
         undefined,
       );

@@ -23,6 +23,8 @@ export const pgPort: port.LockPort<PgQueryable, PgClientLike> = {
   transaction: (db, { settings }, body) => nodePostgresTransaction(db, settings, body),
   query: queryNodePostgres,
   cancellation: () => 'connection',
+  // The callback's client goes back to the pool and to its next caller.
+  reusesTransactionHandle: true,
   async controlConnection(db): Promise<port.ControlConnection> {
     // Outside the pool, with its settings: the pooler check must work while every pooled client waits.
     const own = await openNodePostgresClient(db);

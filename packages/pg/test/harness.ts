@@ -20,6 +20,7 @@ const capabilities = {
   abort: true,
   countsStatements: true,
   session: true,
+  pooledTransactionHandle: true,
   transactionSettings: ['isolationLevel', 'accessMode', 'deferrable'],
 } as const;
 

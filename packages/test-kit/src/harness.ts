@@ -47,6 +47,14 @@ export interface Capabilities {
    */
   readonly survivesTerminatedTransaction?: boolean | undefined;
   /**
+   * The handle a callback gets is the pooled driver client itself (node-postgres), which serves the
+   * next caller once the transaction ends: pglock tells a late call on it from that caller's only
+   * through the lock context. Default false: the handle is the callback's alone, and a lock call on
+   * it after the callback settled is refused however late it comes (the port's
+   * `reusesTransactionHandle`).
+   */
+  readonly pooledTransactionHandle?: boolean | undefined;
+  /**
    * One instance runs several lock calls at once (it has a pool). Default true; false for an
    * instance over one client, which runs one transaction at a time (in-process queue and
    * pool-exhaustion suites skip).
