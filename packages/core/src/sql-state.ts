@@ -1,4 +1,7 @@
-const SQLSTATE = /^[0-9A-Z]{5}$/;
+// Five digits or capitals, except two look-alikes: Prisma's own codes (P1000 … P6999, e.g. P2010)
+// and Node's system error codes (EPIPE, EBADF: every one starts with E, no SQLSTATE class does).
+// PostgreSQL's class P0 is PL/pgSQL's (P0001 is RAISE EXCEPTION's default), so it stays a SQLSTATE.
+const SQLSTATE = /^(?!E|P[1-9])[0-9A-Z]{5}$/;
 
 /**
  * Finds the PostgreSQL SQLSTATE in an error from any driver or ORM: `code` on node-postgres,
@@ -23,8 +26,7 @@ export function sqlStateOf(error: unknown, depth = 0): string | undefined {
     cause?: unknown;
   };
   for (const value of [candidate.originalCode, candidate.code, candidate.sqlState, candidate.meta?.code]) {
-    // Prisma's own codes (P2010, …) have the shape of a SQLSTATE; SQLSTATE classes never start with P.
-    if (typeof value === 'string' && SQLSTATE.test(value) && !value.startsWith('P')) return value;
+    if (typeof value === 'string' && SQLSTATE.test(value)) return value;
   }
   return sqlStateOf(candidate.meta?.driverAdapterError, depth + 1) ?? sqlStateOf(candidate.cause, depth + 1);
 }
