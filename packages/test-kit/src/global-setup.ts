@@ -11,6 +11,14 @@ const bouncers: PgBouncer[] = [];
  * whole run in a temporary folder, and remove it after.
  */
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  // `pnpm test:unit`: core's unit tests need no server, so none is started (a test that asks for one
+  // fails on the URL, which says why).
+  if (process.env.PGLOCK_NO_DATABASE === '1') {
+    project.provide('databaseUrl', 'postgres://no-database.invalid/PGLOCK_NO_DATABASE');
+    project.provide('databaseKind', 'external');
+    project.provide('pgbouncer', { missing: 'PGLOCK_NO_DATABASE=1: no server in this run' });
+    return async () => undefined;
+  }
   const external = process.env.DATABASE_URL;
   if (external) {
     project.provide('databaseUrl', external);
