@@ -65,8 +65,10 @@ export interface AdvisoryLocks<Tx, InTx = Tx, S extends TransactionSettings = Tr
    * period" commit together. Resolves `{ ran: true, value, period }`, or `{ ran: false, reason }`
    * with `'done'` (this period's run committed) or `'busy'` (another caller runs it now; it does not
    * wait unless `timeoutMs`). When `fn` throws (or its process dies) everything rolls back, the error
-   * reaches the caller unchanged, and the next caller in the period runs it. A missing table is
-   * `LockTableMissingError`, whose message holds the DDL.
+   * reaches the caller unchanged, and the next caller in the period runs it. One name is one
+   * schedule: a `per` other than the one the job's row records is `ScheduleMismatchError`. A missing
+   * table is `LockTableMissingError`, whose message holds the DDL (for a table from before `per_ms`,
+   * the upgrade).
    *
    * @example
    * ```ts

@@ -1,18 +1,28 @@
 import type { DurationString } from './duration.ts';
 import { parseDuration } from './duration.ts';
-import { InvalidLockKeyError, InvalidLockOptionsError } from './errors.ts';
-import { claimStatement, jobsTableError, periodStatement } from './jobs-table.ts';
-import { type BigintLockKey, lockKey } from './lock-key.ts';
+import { InvalidLockKeyError, InvalidLockOptionsError, ScheduleMismatchError } from './errors.ts';
+import { claimStatement, JOBS_TABLE, jobsTableError, periodStatement } from './jobs-table.ts';
+import { type BigintLockKey, formatLockKey, lockKey } from './lock-key.ts';
 import type { Row } from './lock-port.ts';
 import { queryFailed } from './messages.ts';
 import { contextOfTransaction } from './nesting.ts';
 import { checkOptionKeys, RUN_ONCE_OPTION_KEYS } from './option-keys.ts';
 import { cell } from './row-cell.ts';
 import { sqlStateOf } from './sql-state.ts';
-import { runLocked, type TryResult, type VerbScope, type WithLockOptions } from './transaction-lock.ts';
+import {
+  nestingConnection,
+  runLocked,
+  type TryResult,
+  type VerbScope,
+  type WithLockOptions,
+} from './transaction-lock.ts';
 import type { TransactionSettings } from './transaction-settings.ts';
 
-/** One period of a `runOnce` job: `[start, end)`, epoch-aligned in UTC on the database server's clock. */
+/**
+ * One period of a `runOnce` job: `[start, end)`, epoch-aligned in UTC on the database server's clock.
+ * It is the period of the job's transaction's `now()`, so `now()` (and `DEFAULT now()`) in the job
+ * always falls inside it.
+ */
 export interface RunOncePeriod {
   readonly start: Date;
   readonly end: Date;
@@ -33,7 +43,9 @@ export interface RunOnceOptions<S extends TransactionSettings = TransactionSetti
   /**
    * The period: milliseconds, or `'30s'`, `'15m'`, `'1h'`, `'1d'` (a whole number and one unit of
    * ms, s, m, h, d; at most 2^31-1 ms, about 24.8 days). Periods are cut from the database server's
-   * clock, epoch-aligned in UTC: `'1d'` starts at 00:00 UTC, `'7d'` on Thursdays (1970-01-01 was one).
+   * clock (`now()` of the job's transaction), epoch-aligned in UTC: `'1d'` starts at 00:00 UTC, `'7d'`
+   * on Thursdays (1970-01-01 was one). One name is one schedule: the job's row records `per`, and a
+   * call with another `per` rejects with `ScheduleMismatchError`.
    */
   readonly per: number | DurationString;
   /**
@@ -126,6 +138,9 @@ export async function runOnce<Db, Tx, T>(
           throw jobsTableError(error, key, verb, 'recording the run under');
         }
         const period = periodOf(rows[0]);
+        const stored = cell(rows[0] ?? {}, 'stored');
+        if (stored !== null && stored !== undefined && Number(stored) !== perMs)
+          throw scheduleMismatch(key, perMs, Number(stored), verb);
         if (Number(cell(rows[0] ?? {}, 'claimed')) !== 1) return { ran: false, reason: 'done', period };
         return { ran: true, value: await fn(tx, { period }), period };
       },
@@ -141,18 +156,50 @@ export async function runOnce<Db, Tx, T>(
   return { ran: false, reason: 'busy', period: await currentPeriod(scope, key, perMs, verb) };
 }
 
+/**
+ * The period of a call that found the job busy, read on the connection the call ran on: nested in a
+ * running callback, that callback's transaction (whose connection the call holds already: asking the
+ * pool for another one can wait forever when every pooled connection runs such a callback).
+ */
 async function currentPeriod<Db, Tx>(
   scope: VerbScope<Db, Tx>,
   key: BigintLockKey,
   perMs: number,
   verb: string,
 ): Promise<RunOncePeriod> {
+  const statement = periodStatement(perMs);
   try {
-    const [row] = await scope.port.query(scope.db, periodStatement(perMs));
+    const connection = nestingConnection(scope);
+    const [row] = await (connection === undefined
+      ? scope.port.query(scope.db, statement)
+      : connection.query(statement));
     return periodOf(row);
   } catch (error) {
     throw queryFailed({ keys: [key] }, verb, 'reading the period of', error);
   }
+}
+
+/** A `per` for a message: `86400000` → `'1d' (86400000 ms)`, `1500` → `1500 ms`. */
+function describePer(ms: number): string {
+  for (const [unit, size] of [
+    ['d', 86_400_000],
+    ['h', 3_600_000],
+    ['m', 60_000],
+    ['s', 1_000],
+  ] as const) {
+    if (ms % size === 0) return `'${ms / size}${unit}' (${ms} ms)`;
+  }
+  return `${ms} ms`;
+}
+
+function scheduleMismatch(key: BigintLockKey, perMs: number, storedPerMs: number, verb: string) {
+  return new ScheduleMismatchError(
+    `${verb}: the job ${formatLockKey(key)} runs per ${describePer(storedPerMs)} (recorded in ${JOBS_TABLE} by its earlier runs), but this call asks for per ${describePer(perMs)}; nothing ran. ` +
+      `One name is one schedule: a period of another length would read the job's last run wrong. ` +
+      `For a second schedule, use another name. To move this job to the new per once no caller uses the old one, reset its row: ` +
+      `UPDATE ${JOBS_TABLE} SET per_ms = NULL, period_start = NULL WHERE key = ${String(key.value)}; (docs/scheduling.md, "Changing per").`,
+    { keys: [key], perMs, storedPerMs },
+  );
 }
 
 function periodOf(row: Row | undefined): RunOncePeriod {

@@ -38,4 +38,5 @@ export const SqlState = {
   deadlockDetected: '40P01',
   inFailedTransaction: '25P02',
   undefinedTable: '42P01',
+  undefinedColumn: '42703',
 } as const;

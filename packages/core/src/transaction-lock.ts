@@ -183,6 +183,15 @@ function startLocked<Db, Tx, T>(
   return ownTransaction(scope, request, settings, fn, attempt, verb, current);
 }
 
+/**
+ * The connection a call on `scope` made now runs on when it nests: the running callback's transaction
+ * on that database, or `db` itself when it is a transaction. `undefined`: the call opens its own.
+ */
+export function nestingConnection<Db, Tx>(scope: VerbScope<Db, Tx>): PortConnection | undefined {
+  const current = currentContext();
+  return (current && contextFor(scope.db, current))?.connection ?? scope.port.connectionOf(scope.db);
+}
+
 /** `db` itself is a transaction (or a connection inside one) the caller opened. */
 function outerTransaction<Db, Tx>(
   port: LockPort<Db, Tx>,

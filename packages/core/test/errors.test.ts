@@ -3,7 +3,14 @@ import { describe, expect, inject, it } from 'vitest';
 // The `databaseUrl` the vitest global setup provides (declared in the test-kit, shared by all packages).
 import type {} from '../../test-kit/src/provided-context.ts';
 import { SqlState, sqlStateOf } from '../src/adapter.ts';
-import { AdvisoryLockError, LockAbortedError, LockNotAcquiredError, lockKey } from '../src/index.ts';
+import {
+  AdvisoryLockError,
+  LockAbortedError,
+  LockNotAcquiredError,
+  LockTableMissingError,
+  lockKey,
+  ScheduleMismatchError,
+} from '../src/index.ts';
 
 describe('errors', () => {
   it('is() recognises errors from another copy of the package, where instanceof fails', async () => {
@@ -27,6 +34,25 @@ describe('errors', () => {
     expect(error.key).toMatchObject({ name: 'k' });
     expect(error.cause).toBe(cause);
     expect(error.reason).toBe('stop');
+  });
+
+  it('ScheduleMismatchError carries both schedules, and is() knows it from another copy', async () => {
+    const otherCopy = '../src/errors.ts?schedule-copy';
+    const copy = (await import(/* @vite-ignore */ otherCopy)) as typeof import('../src/errors.ts');
+    const foreign = new copy.ScheduleMismatchError('per', {
+      keys: [lockKey('job')],
+      perMs: 1_000,
+      storedPerMs: 60_000,
+    });
+    expect(ScheduleMismatchError.is(foreign)).toBe(true);
+    expect(LockTableMissingError.is(foreign)).toBe(false);
+    expect(foreign).toMatchObject({
+      name: 'ScheduleMismatchError',
+      code: 'SCHEDULE_MISMATCH',
+      perMs: 1_000,
+      storedPerMs: 60_000,
+    });
+    expect(foreign.key).toMatchObject({ name: 'job' });
   });
 
   // `pnpm test:unit` runs without a server (PGLOCK_NO_DATABASE=1); sql-state.test.ts covers the shapes.

@@ -3,42 +3,109 @@ import {
   InvalidLockKeyError,
   InvalidLockOptionsError,
   JOBS_TABLE_DDL,
+  JOBS_TABLE_UPGRADE_DDL,
   type LeaderCampaign,
   type LeaderOptions,
   LockLostError,
   LockTableMissingError,
   LockUsageError,
   lockKey,
+  type RunOnceResult,
+  ScheduleMismatchError,
 } from '@pglock/core';
-import { beforeAll, describe, expect, it } from 'vitest';
-import type { Backdoor } from '../backdoor.ts';
+import { beforeAll, describe, expect, inject, it } from 'vitest';
+import { Backdoor } from '../backdoor.ts';
 import { Child, processTestTimeout } from '../child.ts';
-import { deferred, holdLock, missing, type SuiteContext, skipped } from '../context.ts';
-import type { AdapterInstance } from '../harness.ts';
+import {
+  deferred,
+  firstReason,
+  holdLock,
+  missing,
+  outcome,
+  type SuiteContext,
+  settlesWithin,
+  skipped,
+} from '../context.ts';
+import type { AdapterInstance, Sql } from '../harness.ts';
 
 /** A database of the test server without `pglock_jobs`, for the missing-table paths. */
 const EMPTY_DATABASE = 'pglock_kit_no_jobs_table';
+/** A database of the test server whose `pglock_jobs` is the table of an older pglock (no `per_ms`). */
+const LEGACY_DATABASE = 'pglock_kit_jobs_before_per_ms';
 // Serialises the one-time setup of parallel test files (a backdoor session lock on a fixed key).
 const SETUP_KEY = '8120031911';
 
-/** Creates `pglock_jobs` in the test database and the empty database beside it, once. */
+/** `pglock_jobs` as pglock created it before `per_ms` (frozen: what an app upgrading still has). */
+function legacyJobsTableDdl(table: string): string {
+  return `CREATE TABLE IF NOT EXISTS ${table} (
+    key bigint PRIMARY KEY, name text NOT NULL, namespace text, period_start timestamptz,
+    ran_at timestamptz, term bigint NOT NULL DEFAULT 0, elected_at timestamptz)`;
+}
+
+/**
+ * Creates `pglock_jobs` in the test database (upgrading one an earlier run created), the empty
+ * database beside it and the one with the older table, once.
+ */
 async function setUpDatabases(backdoor: Backdoor): Promise<void> {
   await backdoor.query('SELECT pg_advisory_lock($1::bigint)', [SETUP_KEY]);
   try {
     await backdoor.query(JOBS_TABLE_DDL);
-    const [found] = await backdoor.query('SELECT 1 AS ok FROM pg_database WHERE datname = $1', [
-      EMPTY_DATABASE,
-    ]);
-    if (!found) await backdoor.query(`CREATE DATABASE ${EMPTY_DATABASE}`);
+    // Only when needed: ALTER TABLE waits for every transaction on the table, and blocks the next ones.
+    const [upgraded] = await backdoor.query(
+      `SELECT 1 AS ok FROM information_schema.columns
+        WHERE table_schema = current_schema() AND table_name = 'pglock_jobs' AND column_name = 'per_ms'`,
+    );
+    if (!upgraded) await backdoor.query(JOBS_TABLE_UPGRADE_DDL);
+    for (const database of [EMPTY_DATABASE, LEGACY_DATABASE]) {
+      const [found] = await backdoor.query('SELECT 1 AS ok FROM pg_database WHERE datname = $1', [database]);
+      if (!found) await backdoor.query(`CREATE DATABASE ${database}`);
+    }
+    const legacy = await Backdoor.open(databaseUrl(inject('databaseUrl'), LEGACY_DATABASE));
+    try {
+      await legacy.query(legacyJobsTableDdl('pglock_jobs'));
+    } finally {
+      await legacy.close();
+    }
   } finally {
     await backdoor.query('SELECT pg_advisory_unlock($1::bigint)', [SETUP_KEY]);
   }
 }
 
-function emptyDatabaseUrl(url: string): string {
+/** `url` (the database, or a pooler in front of it) with another database name. */
+function databaseUrl(url: string, database: string): string {
   const other = new URL(url);
-  other.pathname = `/${EMPTY_DATABASE}`;
+  other.pathname = `/${database}`;
   return other.href;
+}
+
+function emptyDatabaseUrl(url: string): string {
+  return databaseUrl(url, EMPTY_DATABASE);
+}
+
+/** A server timestamp (`now()`, `clock_timestamp()`) in integer epoch milliseconds, as periods are cut. */
+async function epochMs(sql: Sql, timestamp: 'now()' | 'clock_timestamp()'): Promise<number> {
+  const [row] = await sql(`SELECT floor(extract(epoch FROM ${timestamp}) * 1000)::bigint::text AS ms`);
+  return Number(row?.ms);
+}
+
+/** Resolves once the server's clock has passed the end of the period of `per` that holds `ms`. */
+async function pastBoundary(backdoor: Backdoor, ms: number, per: number): Promise<void> {
+  const boundary = ms - (ms % per) + per;
+  const clock: Sql = (text, values) => backdoor.query(text, values);
+  await backdoor.waitFor(
+    `the server's clock past ${new Date(boundary).toISOString()}`,
+    async () => (await epochMs(clock, 'clock_timestamp()')) > boundary,
+  );
+}
+
+/** The run's `now()` (epoch ms) lies in its period, `[start, end)`. */
+function expectNowInPeriod(result: RunOnceResult<number>, route: string): void {
+  // Soft: a test reports every route that fails, not only the first.
+  expect.soft(result.ran, route).toBe(true);
+  if (!result.ran) return;
+  const { start, end } = result.period;
+  const at = `${route}: now() ${new Date(result.value).toISOString()} in [${start.toISOString()}, ${end.toISOString()})`;
+  expect.soft(result.value >= start.getTime() && result.value < end.getTime(), at).toBe(true);
 }
 
 function leaderOf(instance: AdapterInstance): (name: string, options: LeaderOptions) => LeaderCampaign {
@@ -82,8 +149,15 @@ const caught = (fn: () => unknown): unknown => {
   return undefined;
 };
 
-/** `runOnce` (once per period, across processes) and `leader` (one leader, fencing terms). */
+/**
+ * `runOnce` (once per period, across processes) and `leader` (one leader, fencing terms), under
+ * `scheduling` (`vitest -t scheduling`).
+ */
 export function schedulingSuite(ctx: SuiteContext): void {
+  describe('scheduling', () => schedulingTests(ctx));
+}
+
+function schedulingTests(ctx: SuiteContext): void {
   const { capabilities } = ctx.harness;
   const noProcesses = missing(capabilities, 'multiProcess', 'the adapter cannot run in child processes');
   const noContention = missing(capabilities, 'contention', 'one connection only: nothing can contend');
@@ -95,6 +169,10 @@ export function schedulingSuite(ctx: SuiteContext): void {
   const noSession =
     missing(capabilities, 'session', 'the adapter cannot pin a connection for a session lock') ??
     (ctx.viaPooler ? 'a transaction-mode pooler cannot hold session locks (checked below)' : undefined);
+  const noPool = firstReason(
+    noContention,
+    missing(capabilities, 'concurrentCalls', 'one client: the instance runs one transaction at a time'),
+  );
 
   beforeAll(() => setUpDatabases(ctx.backdoor));
 
@@ -223,6 +301,191 @@ export function schedulingSuite(ctx: SuiteContext): void {
           ran: false,
           reason: 'done',
         });
+      },
+    );
+
+    it.skipIf(noPool)(
+      `issue 23.3: found busy in withLock callbacks that hold every pooled connection, each settles 'busy' on its own connection (its transaction's period)${skipped(noPool)}`,
+      async () => {
+        const { name } = ctx.name('run-once-busy-pool');
+        const holder = await ctx.open();
+        const instance = await ctx.open({ max: 3 });
+        const held = await holdLock(holder, lockKey(name));
+        // Short periods: each callback asks after a boundary that its transaction began before, so a
+        // period read anywhere else (the pool, another instance) says a later period than its own.
+        const per = 400;
+        try {
+          // Every callback holds its pooled connection before any runOnce starts: none is left over.
+          const began: number[] = [];
+          let arrived = 0;
+          const all = deferred();
+          const calls = [0, 1, 2].map((i) =>
+            outcome(
+              instance.withLock(ctx.name(`run-once-busy-pool-outer-${i}`).name, async (sql) => {
+                began[i] = await epochMs(sql, 'now()');
+                if (++arrived === 3) all.resolve();
+                await all.promise;
+                await pastBoundary(ctx.backdoor, Math.max(...began), per);
+                return instance.locks.runOnce(name, { per }, async () => 'ran');
+              }),
+            ),
+          );
+          const results = await settlesWithin(
+            Promise.all(calls),
+            30_000,
+            'three runOnce calls nested in withLock on a pool of 3, finding the job busy,',
+          );
+          results.forEach((result, i) => {
+            expect(result).toMatchObject({ ok: true, value: { ran: false, reason: 'busy' } });
+            const { period } = (result as { value: RunOnceResult<string> }).value;
+            const own = `the period of callback ${i}'s transaction (began ${new Date(began[i] as number).toISOString()}), got [${period.start.toISOString()}, ${period.end.toISOString()})`;
+            expect(began[i]! >= period.start.getTime() && began[i]! < period.end.getTime(), own).toBe(true);
+          });
+        } finally {
+          await held.release();
+        }
+      },
+    );
+
+    it.skipIf(noBackdoor)(
+      `issue 23.4: now() in the job lies in its period, also when the claim comes after a boundary its transaction began before${skipped(noBackdoor)}`,
+      async () => {
+        // Short periods, so that a boundary comes soon; nothing below depends on how soon.
+        const per = 400;
+        const instance = await ctx.open();
+        const job = async (tx: unknown) => epochMs(instance.sqlOn(tx), 'now()');
+        // Nested, late in a transaction: withLock began before a boundary, its runOnce claims after it.
+        const nested = ctx.name('run-once-clock-nested').name;
+        const late = await instance.withLock(ctx.name('run-once-clock-outer').name, async (sql) => {
+          await pastBoundary(ctx.backdoor, await epochMs(sql, 'now()'), per);
+          return instance.locks.runOnce(nested, { per }, job);
+        });
+        expectNowInPeriod(late, 'nested in a withLock that began in the period before');
+        if (noContention) return;
+        // Alone, after a wait: its transaction began, then waited for the lock past a boundary.
+        const { name, key } = ctx.name('run-once-clock-waited');
+        const held = await holdLock(await ctx.open(), lockKey(name));
+        try {
+          const waiting = instance.locks.runOnce(name, { per, timeoutMs: 30_000 }, job);
+          await ctx.backdoor.waitForWaiters(key, 1);
+          const [pid] = await ctx.backdoor.waitersOn(key);
+          const [began] = await ctx.backdoor.query<{ ms: string }>(
+            'SELECT floor(extract(epoch FROM xact_start) * 1000)::bigint::text AS ms FROM pg_stat_activity WHERE pid = $1::int',
+            [pid],
+          );
+          await pastBoundary(ctx.backdoor, Number(began?.ms), per);
+          await held.release();
+          expectNowInPeriod(await waiting, 'a wait for the lock across a boundary');
+        } finally {
+          await held.release();
+        }
+      },
+    );
+
+    it.skipIf(noBackdoor)(
+      `issue 23.5: one name is one schedule: another per is ScheduleMismatchError naming both, and nothing runs; the row records per${skipped(noBackdoor)}`,
+      async () => {
+        const instance = await ctx.open();
+        const { name, key } = ctx.name('run-once-schedule');
+        const storedPer = async () =>
+          (
+            await ctx.backdoor.query<{ per: string | null }>(
+              'SELECT per_ms::text AS per FROM pglock_jobs WHERE key = $1::bigint',
+              [String(key)],
+            )
+          )[0]?.per;
+        expect(await instance.locks.runOnce(name, { per: 1_000 }, async () => 'ran')).toMatchObject({
+          ran: true,
+        });
+        let ran = false;
+        const error = await instance.locks
+          .runOnce(name, { per: '1d' }, async () => {
+            ran = true;
+          })
+          .catch((e: unknown) => e);
+        expect(error).toMatchObject({
+          name: 'ScheduleMismatchError',
+          code: 'SCHEDULE_MISMATCH',
+          perMs: 86_400_000,
+          storedPerMs: 1_000,
+        });
+        expect(ScheduleMismatchError.is(error)).toBe(true);
+        expect((error as ScheduleMismatchError).key).toMatchObject({ name });
+        expect((error as Error).message).toContain("'1d'");
+        expect((error as Error).message).toContain("'1s'");
+        expect(ran).toBe(false);
+        expect(await storedPer()).toBe('1000');
+        // The same schedule goes on; the lock was released.
+        const same = await instance.locks.runOnce(name, { per: '1s' }, async () => 'ran');
+        expect(same.period.end.getTime() - same.period.start.getTime()).toBe(1_000);
+        expect(await instance.isLocked(name)).toBe(false);
+        // The documented reset moves the name to another schedule.
+        await ctx.backdoor.query(
+          'UPDATE pglock_jobs SET per_ms = NULL, period_start = NULL WHERE key = $1::bigint',
+          [String(key)],
+        );
+        expect(await instance.locks.runOnce(name, { per: '1d' }, async () => 'daily')).toMatchObject({
+          ran: true,
+          value: 'daily',
+        });
+        expect(await storedPer()).toBe('86400000');
+      },
+    );
+
+    it.skipIf(noBackdoor)(
+      `issue 23.5: a table from an older pglock (no per_ms) is LockTableMissingError with the upgrade; upgraded, its rows keep working${skipped(noBackdoor)}`,
+      async () => {
+        const legacy = await ctx.harness.open(databaseUrl(ctx.url, LEGACY_DATABASE));
+        try {
+          const { name } = ctx.name('run-once-legacy');
+          let ran = false;
+          const error = await legacy.locks
+            .runOnce(name, { per: '1h' }, async () => {
+              ran = true;
+            })
+            .catch((e: unknown) => e);
+          expect(error).toMatchObject({
+            name: 'LockTableMissingError',
+            column: 'per_ms',
+            ddl: JOBS_TABLE_UPGRADE_DDL,
+          });
+          expect(LockTableMissingError.is(error)).toBe(true);
+          expect((error as Error).message).toContain(JOBS_TABLE_UPGRADE_DDL);
+          expect(ran).toBe(false);
+          // Rolled back, nothing locked, the connection usable.
+          expect(await legacy.withLock(name, async () => 'ok', { timeoutMs: 0 })).toBe('ok');
+          expect(await legacy.isLocked(name)).toBe(false);
+        } finally {
+          await legacy.close();
+        }
+        // The upgrade, on such a table holding a row an older pglock wrote.
+        const schema = `pglock_kit_v1_${Math.random().toString(36).slice(2, 10)}`;
+        const { name, key } = ctx.name('run-once-upgraded');
+        await ctx.backdoor.query(`CREATE SCHEMA ${schema}`);
+        try {
+          await ctx.backdoor.query(legacyJobsTableDdl(`${schema}.pglock_jobs`));
+          await ctx.backdoor.query(
+            `INSERT INTO ${schema}.pglock_jobs (key, name, period_start, ran_at) VALUES ($1::bigint, $2, to_timestamp(0), to_timestamp(0))`,
+            [String(key), name],
+          );
+          // As documented, twice: it is idempotent.
+          await ctx.backdoor.query(
+            `BEGIN; SET LOCAL search_path TO ${schema}; ${JOBS_TABLE_UPGRADE_DDL} ${JOBS_TABLE_UPGRADE_DDL} COMMIT;`,
+          );
+          const instance = await ctx.open();
+          const run = await instance.withLock(ctx.name('run-once-upgraded-outer').name, async (sql) => {
+            await sql(`SET LOCAL search_path TO ${schema}`);
+            return instance.locks.runOnce(name, { per: '1h' }, async () => 'ran');
+          });
+          expect(run).toMatchObject({ ran: true, value: 'ran' });
+          const [row] = await ctx.backdoor.query<{ per: string; start: Date }>(
+            `SELECT per_ms::text AS per, period_start AS start FROM ${schema}.pglock_jobs WHERE key = $1::bigint`,
+            [String(key)],
+          );
+          expect(row).toEqual({ per: '3600000', start: run.period.start });
+        } finally {
+          await ctx.backdoor.query(`DROP SCHEMA ${schema} CASCADE`);
+        }
       },
     );
 
