@@ -8,6 +8,7 @@ import { queryFailed } from './messages.ts';
 import { contextOfTransaction } from './nesting.ts';
 import { checkOptionKeys, RUN_ONCE_OPTION_KEYS } from './option-keys.ts';
 import { cell } from './row-cell.ts';
+import { asAwaitingNested } from './savepoint-watch.ts';
 import { sqlStateOf } from './sql-state.ts';
 import {
   nestingConnection,
@@ -101,7 +102,19 @@ const SERIALIZATION_FAILURE = '40001';
  * commit or roll back together. Nested in a running callback (or given a transaction), it runs in a
  * savepoint there, and the record commits with that transaction.
  */
-export async function runOnce<Db, Tx, T>(
+export function runOnce<Db, Tx, T>(
+  scope: VerbScope<Db, Tx>,
+  name: unknown,
+  options: RunOnceOptions | undefined,
+  fn: (tx: Tx, run: RunOnceContext) => Promise<T>,
+  verb = 'runOnce',
+): Promise<RunOnceResult<T>> {
+  // Nested in a callback, the nested lock starts before runJob's first await: the caller waiting on
+  // runJob's promise is waiting for that call (savepoint-watch.ts).
+  return asAwaitingNested(runJob(scope, name, options, fn, verb));
+}
+
+async function runJob<Db, Tx, T>(
   scope: VerbScope<Db, Tx>,
   name: unknown,
   options: RunOnceOptions | undefined,

@@ -67,3 +67,18 @@ export function watchSavepoint(outer: LockContext): () => readonly LockContext[]
     return contexts.filter((context, i) => context.activity !== seen[i]);
   };
 }
+
+/**
+ * Marks `promise`, a verb's own async layer over a nested call it just started (runOnce over its
+ * nested lock), as the caller waiting for that call: the caller's `await` or `return` of it chains
+ * on this promise, not on the call's, and must not count as its code running beside the call.
+ *
+ * @example
+ * ```ts
+ * return asAwaitingNested(runJob()); // runJob starts the nested call before its first await
+ * ```
+ */
+export function asAwaitingNested<T>(promise: Promise<T>): Promise<T> {
+  currentContext()?.nested?.awaiting.add(promise);
+  return promise;
+}

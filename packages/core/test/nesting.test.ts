@@ -18,7 +18,20 @@ function context(
   fields: { root?: object; tx?: unknown; parent?: LockContext; session?: SessionHold } = {},
 ): LockContext {
   const { root = {}, tx = fields.session ? undefined : {}, parent, session } = fields;
-  return { root, tx, connection, depth: (parent?.depth ?? 0) + 1, parent, busy: false, open: true, session };
+  return {
+    root,
+    tx,
+    connection,
+    depth: (parent?.depth ?? 0) + 1,
+    parent,
+    nested: undefined,
+    open: true,
+    activity: 0,
+    lost: undefined,
+    request: undefined,
+    verb: undefined,
+    session,
+  };
 }
 
 const tick = () => new Promise<void>((resolve) => setImmediate(resolve));
