@@ -1,6 +1,8 @@
-// The release path of RELEASING.md, rehearsed on a throwaway copy of the checkout: `changeset version`
-// (versions, CHANGELOG.md files), the build, `pnpm -r publish --dry-run` and the packed manifests.
-// Nothing is published and the checkout is not modified (the last check proves it).
+// The release path of docs/releasing.md, rehearsed on a throwaway copy of the checkout: `changeset
+// version` (versions, CHANGELOG.md files), the build, `pnpm -r publish --dry-run` and the packed
+// manifests; with PGLOCK_RELEASE_REGISTRY (a registry on this machine, which extra-release.sh starts)
+// also `changeset publish` to it and an `npm install` from it. Nothing reaches npmjs, and the checkout
+// is not modified (the last check proves it).
 // Usage: node .ci/release-dry-run.mjs <report.json>; `bash .ci/extra-release.sh` runs it in CI.
 import { execFileSync } from 'node:child_process';
 import {
@@ -200,6 +202,72 @@ check(
     }
   },
 );
+// With a throwaway registry (extra-release.sh starts a Verdaccio on 127.0.0.1), the publish itself:
+// `changeset publish` as `pnpm release` runs it, then the README's install commands against it.
+const registry = process.env.PGLOCK_RELEASE_REGISTRY;
+if (registry !== undefined) {
+  const host = new URL(registry).host;
+  if (!['127.0.0.1', 'localhost', '[::1]'].includes(new URL(registry).hostname)) {
+    throw new Error(`PGLOCK_RELEASE_REGISTRY must be on this machine, not ${host}`);
+  }
+  // pnpm 12 reads the registry from .npmrc only (it ignores npm_config_registry); changesets' `npm
+  // info` reads npm_config_registry. Both point at the throwaway registry, nothing at npmjs.
+  const npmrc = `registry=${registry}\n//${host}/:_authToken=rehearsal\n`;
+  writeFileSync(join(copy, '.npmrc'), npmrc);
+  writeFileSync(join(work, 'npmrc'), npmrc);
+  const registryEnv = {
+    ...process.env,
+    npm_config_registry: registry,
+    npm_config_userconfig: join(work, 'npmrc'),
+    npm_config_cache: join(work, 'npm-cache'),
+    npm_config_update_notifier: 'false',
+    npm_config_fund: 'false',
+    npm_config_audit: 'false',
+    pnpm_config_verify_deps_before_run: 'false',
+  };
+  const inRegistry = (command, args, cwd) =>
+    execFileSync(command, args, {
+      cwd,
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: registryEnv,
+      maxBuffer: 64 * 1024 * 1024,
+    });
+  check('changeset publish publishes the group to a local registry and tags each package', () => {
+    const git = (...args) =>
+      inRegistry('git', ['-c', 'user.name=rehearsal', '-c', 'user.email=rehearsal@127.0.0.1', ...args], copy);
+    git('init', '-q');
+    git('add', '-A');
+    git('commit', '-qm', 'Version packages (rehearsal)');
+    inRegistry(join(root, 'node_modules/.bin/changeset'), ['publish'], copy);
+    for (const p of published) {
+      const got = inRegistry('npm', ['view', `${p.name}@${next}`, 'version'], work).trim();
+      if (got !== next) fail(`${p.name}@${next} is not on the registry (${got || 'nothing'})`);
+    }
+    const tags = git('tag', '-l').split('\n').filter(Boolean).sort();
+    const want = published.map((p) => `${p.name}@${next}`).sort();
+    if (tags.join() !== want.join()) fail(`tags ${tags.join(', ')}; expected ${want.join(', ')}`);
+  });
+  check("the README's npm install commands install the published packages", () => {
+    const app = join(work, 'app');
+    mkdirSync(app);
+    writeFileSync(join(app, 'package.json'), '{"name":"app","version":"0.0.0","private":true}\n');
+    inRegistry(
+      'npm',
+      ['install', '--loglevel=error', '@pglock/pg', '@pglock/core', '@pglock/cli', 'pg'],
+      app,
+    );
+    const probe = [
+      "const { advisoryLocks, lockKey } = require('@pglock/pg');",
+      "if (typeof advisoryLocks !== 'function') throw new Error('no advisoryLocks');",
+      "console.log(require('@pglock/pg/package.json').version, String(lockKey('leaderboard').value));",
+    ].join('\n');
+    const out = inRegistry('node', ['-e', probe], app).trim();
+    if (out !== `${next} 7676066025365312217`) fail(`require('@pglock/pg') printed ${out}`);
+    const cli = inRegistry('npx', ['--no-install', 'pglock', '--version'], app).trim();
+    if (cli !== next) fail(`pglock --version printed ${cli}`);
+  });
+}
 check('the checkout is not modified', () => {
   const after = run('git', ['status', '--porcelain', '--untracked-files=all'], root);
   if (after !== statusBefore) fail(`git status changed:\n${after}`);
