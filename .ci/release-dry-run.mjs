@@ -204,6 +204,7 @@ check(
 );
 // With a throwaway registry (extra-release.sh starts a Verdaccio on 127.0.0.1), the publish itself:
 // `changeset publish` as `pnpm release` runs it, then the README's install commands against it.
+// biome-ignore lint/suspicious/noUndeclaredEnvVars: set by extra-release.sh for this script, not a turbo task's input
 const registry = process.env.PGLOCK_RELEASE_REGISTRY;
 if (registry !== undefined) {
   const host = new URL(registry).host;
