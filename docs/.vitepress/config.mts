@@ -126,7 +126,11 @@ export default defineConfig({
   title: 'pglock',
   description: 'PostgreSQL advisory locks for Node.js: node-postgres, Prisma, Drizzle, Kysely.',
   srcDir: '..',
-  srcExclude: allMarkdown.filter((path) => !isPage(path)),
+  // Every Markdown file that is not a page, and the folders the walk above skips.
+  srcExclude: [
+    ...allMarkdown.filter((path) => !isPage(path)),
+    ...[...skipped].map((name) => `**/${name}/**`),
+  ],
   rewrites: Object.fromEntries(pages.filter((p) => rewritten(p) !== p).map((p) => [p, rewritten(p)])),
   // No request to anything but the site itself: the browser check fails on any other.
   head: [],
