@@ -1,7 +1,8 @@
 # The docs site: `pnpm docs:build` (TypeDoc, then VitePress, which fails on a dead link; the config
-# fails on a link to a missing file), then `pnpm docs:check` (every page in headless Chromium: renders,
-# no console error, nothing fails to load; the local search finds a known term). Chromium is Debian's,
-# installed here when missing. Vitest-style JSON reports go to $RESULTS_DIR.
+# fails on a link to a missing file), then `pnpm docs:check` (every VitePress page and one API page of
+# each kind in headless Chromium: renders, no console error, nothing fails to load; every API page read
+# as a file; the local search finds a known term). Chromium is Debian's, installed here when missing.
+# Vitest-style JSON reports go to $RESULTS_DIR.
 set -uo pipefail
 : "${RESULTS_DIR:?set RESULTS_DIR}"
 started=$SECONDS

@@ -1,9 +1,12 @@
-// `pnpm docs:check [-- --report file.json]`: the built docs site (`pnpm docs:build` first) in a real
-// browser. Serves docs/.vitepress/dist on 127.0.0.1, opens every page in headless Chromium (Debian's
-// /usr/bin/chromium through playwright-core; CHROMIUM overrides the path) and checks that it renders (a
-// heading in its content), logs no console error and loads nothing that fails; then that the local
-// search finds a known term and leads to its page. Prints one line per failure and a count;
-// `--report` also writes a vitest-style JSON report.
+// `pnpm docs:check [-- --report file.json] [-- --all-api]`: the built docs site (`pnpm docs:build`
+// first) in a real browser. Serves docs/.vitepress/dist on 127.0.0.1 and opens in headless Chromium
+// (Debian's /usr/bin/chromium through playwright-core; CHROMIUM overrides the path) every VitePress
+// page, and of TypeDoc's API reference its index, its hierarchy and the first page of each kind
+// (class, function, interface, module, type, variable; `--all-api`: every page): each must render (a
+// heading in its content), log no console error and load nothing that fails. Every API page is also
+// read as a file: it has a heading, and each local link and asset it names exists. Then the local
+// search must find a known term and lead to its page. Prints each failure and a count; `--report`
+// also writes a vitest-style JSON report.
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -14,7 +17,7 @@ import { chromium, type Page } from 'playwright-core';
 
 const { values } = parseArgs({
   args: process.argv.slice(2).filter((arg) => arg !== '--'),
-  options: { report: { type: 'string' } },
+  options: { report: { type: 'string' }, 'all-api': { type: 'boolean', default: false } },
 });
 const site = fileURLToPath(new URL('../docs/.vitepress/dist', import.meta.url));
 // biome-ignore lint/suspicious/noUndeclaredEnvVars: a path for this script, not a turbo task's input
@@ -42,11 +45,21 @@ async function files(dir: string): Promise<string[]> {
   return nested.flat();
 }
 
-const pages = (await files(site).catch(() => []))
+const allPages = (await files(site).catch(() => []))
   .filter((file) => file.endsWith('.html') && !file.endsWith('/404.html'))
   .map((file) => `/${relative(site, file).split('\\').join('/')}`)
   .sort();
-if (pages.length === 0) throw new Error(`no pages in ${site}: run \`pnpm docs:build\` first`);
+if (allPages.length === 0) throw new Error(`no pages in ${site}: run \`pnpm docs:build\` first`);
+const apiPages = allPages.filter((path) => path.startsWith('/api/'));
+// TypeDoc renders every page of a kind from one template: in the browser, one of each (and every
+// page with --all-api), as the whole set costs minutes of CI on two cores; all are read as files below.
+const apiSample = apiPages.filter(
+  (path, i) =>
+    values['all-api'] ||
+    !path.slice(5).includes('/') ||
+    apiPages[i - 1]?.split('/')[2] !== path.split('/')[2],
+);
+const pages = [...allPages.filter((path) => !path.startsWith('/api/')), ...apiSample];
 
 const server = createServer(async (request, response) => {
   const path = decodeURIComponent(new URL(request.url ?? '/', 'http://x').pathname);
@@ -82,6 +95,25 @@ const context = await chromium.launchPersistentContext(profile, {
 });
 const results: { fullName: string; status: 'passed' | 'failed'; failureMessages: string[] }[] = [];
 const started = performance.now();
+
+// Every API page as a file: a heading, and no local link or asset that is missing.
+for (const path of apiPages) {
+  const html = await readFile(join(site, path), 'utf8');
+  const problems: string[] = [];
+  if (!/<h1[^>]*>[^<]*\S/.test(html) && !/<h2[^>]*>[^<]*\S/.test(html)) problems.push('no heading');
+  for (const [, target] of html.matchAll(/(?:href|src)="([^"#?]+)/g)) {
+    if (/^[a-z]+:/i.test(target!) || target!.startsWith('//')) continue;
+    const file = normalize(join(site, target!.startsWith('/') ? target! : join(path, '..', target!)));
+    if (
+      !(await readFile(file).then(
+        () => true,
+        () => false,
+      ))
+    )
+      problems.push(`missing ${target}`);
+  }
+  record(`API page ${path}: a heading, every local link and asset exists`, problems);
+}
 
 /** Collects what a page reports while `fn` runs on it: console errors, page errors, failed loads. */
 async function watching(page: Page, fn: () => Promise<void>): Promise<string[]> {
@@ -175,7 +207,7 @@ const failed = results.filter((r) => r.status === 'failed').length;
 const passed = results.length - failed;
 const seconds = ((performance.now() - started) / 1000).toFixed(1);
 console.log(
-  `docs site in Chromium: ${results.length} checks (${pages.length} pages and the search) in ${seconds} s`,
+  `docs site: ${pages.length} pages and the search in Chromium, ${apiPages.length} API pages read as files (${results.length} checks) in ${seconds} s`,
 );
 console.log(`${passed} passed, ${failed} failed`);
 if (values.report) {
