@@ -1,5 +1,7 @@
 // `pnpm bench` (full, several minutes) and `pnpm bench -- --quick` (a smoke run, about a minute).
-// Writes results/latest.md and one SVG chart per scenario; `--out DIR` writes them elsewhere.
+// A full run writes results/latest.md and one SVG chart per scenario; a quick run writes them to
+// results/quick/ (gitignored), so a smoke run never rewrites the committed figures; `--out DIR`
+// writes them elsewhere.
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -13,7 +15,7 @@ const { values } = parseArgs({
   allowPositionals: true,
 });
 const quick = values.quick ?? false;
-const out = values.out ?? fileURLToPath(new URL('../results', import.meta.url));
+const out = values.out ?? fileURLToPath(new URL(quick ? '../results/quick' : '../results', import.meta.url));
 const plan = quick
   ? {
       loopCounts: [1, 4],
@@ -67,7 +69,7 @@ const loadStart = load();
 const db = await openDatabase();
 let results: import('./report.ts').BenchResults;
 try {
-  log(`${db.label}; ${quick ? 'quick' : 'full'} run`);
+  log(`${db.label}; ${quick ? 'quick' : 'full'} run, results to ${out}`);
   const machine = await machineInfo(db.label);
   log('0. pglock’s own JavaScript per call (no database)');
   const micro = await runMicro({ rounds: plan.microRounds, callsPerRound: 20_000 });
@@ -140,4 +142,6 @@ const report = markdown(results);
 await writeFile(join(out, 'latest.md'), report);
 for (const [name, svg] of Object.entries(charts(results))) await writeFile(join(out, name), svg);
 console.log(`\n${report}`);
-log(`wrote ${join(out, 'latest.md')} and the SVG charts`);
+log(
+  `wrote ${join(out, 'latest.md')} and the SVG charts${quick && values.out === undefined ? ' (a quick run: gitignored, the committed results are untouched)' : ''}`,
+);

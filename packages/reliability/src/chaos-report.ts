@@ -27,8 +27,23 @@ export function chaosPassed(result: ChaosResult): boolean {
 }
 
 /**
- * The counts of a chaos run as printable lines, violations, hangs and crashes listed after (each
- * crash with its verdict).
+ * The verdict of a chaos run, as its first printed line: `PASS: 0 violations, 0 hung, 0 unexpected
+ * crashes`, or `FAIL: …` with the same three counts.
+ *
+ * @example
+ * ```ts
+ * console.log(chaosVerdict(result)); // PASS: 0 violations, 0 hung, 0 unexpected crashes
+ * ```
+ */
+export function chaosVerdict(result: ChaosResult): string {
+  const counts = `${result.violations.length} violations, ${result.hung} hung, ${unexpectedCrashes(result).length} unexpected crashes`;
+  return `${chaosPassed(result) ? 'PASS' : 'FAIL'}: ${counts}`;
+}
+
+/**
+ * A chaos run as printable lines: the verdict first, then the counts, then what failed the run (hangs,
+ * violations, unexpected crashes), then the excused findings under their own heading (each with the
+ * named upstream bug or the reason it does not fail the run).
  *
  * @example
  * ```ts
@@ -37,6 +52,7 @@ export function chaosPassed(result: ChaosResult): boolean {
  */
 export function formatChaos(result: ChaosResult): string {
   const lines = [
+    chaosVerdict(result),
     `sections ${result.sections} (exclusive ${result.exclusive}, shared ${result.shared}; under session locks ${result.session}) in ${result.seconds} s`,
     `kills ${result.kills}, terminations ${result.terminations}`,
     `tries busy ${result.busy}, waits timed out ${result.timedOut}, calls failed by the faults ${result.errors}`,
@@ -52,38 +68,37 @@ export function formatChaos(result: ChaosResult): string {
     `violations ${result.violations.length}, hung ${result.hung} (and ${result.strandedCalls.length} stuck in a named upstream bug), crashed ${result.crashes.length} (unexpected ${unexpectedCrashes(result).length})`,
   ];
   for (const hang of result.hungAdapters) lines.push(`  HUNG ${hang}`);
-  if (result.slowStarts.length > 0) {
-    lines.push(`  still starting at the end (never in a call, not a hang): ${result.slowStarts.join(', ')}`);
-  }
   for (const violation of result.violations.slice(0, 20)) {
     lines.push(`  VIOLATION ${violation.kind} on ${violation.key}: ${violation.detail}`);
   }
-  for (const teardown of result.teardowns) {
-    const issue = upstreamIssueOf(teardown);
-    lines.push(
-      issue
-        ? `teardown finding, upstream ${issue} (not a failure): ${teardown}`
-        : `open teardown finding, no known cause (not a failure): ${teardown}`,
-    );
+  for (const crash of unexpectedCrashes(result)) {
+    const fatal = crash.fatalWrite;
+    const closed = fatal?.closedBefore
+      ? `, closed ${fatal.closedMsBefore} ms before${fatal.writtenSinceClose ? ' and written to since' : ' and dead since'}`
+      : '';
+    const query = /^QUERY (.*)$/m.exec(crash.stderr)?.[1];
+    const unhandled = query ? ` [unhandled rejection of: ${query}]` : '';
+    const write = fatal
+      ? ` [fatal write on connection ${fatal.connection}${closed}: ${fatal.statements.join(' + ') || 'unknown statement'}]`
+      : '';
+    lines.push(`  CRASH ${crash.adapter}${write}${unhandled}: ${crash.stderr.trim().slice(-600)}`);
   }
-  for (const stranded of result.strandedCalls) {
-    lines.push(`  excused hang (upstream, named): ${stranded}`);
-  }
-  for (const crash of result.crashes) {
-    if (crash.knownBug) lines.push(`  excused crash of ${crash.adapter}: ${crash.knownBug}`);
-    else {
-      const fatal = crash.fatalWrite;
-      const closed = fatal?.closedBefore
-        ? `, closed ${fatal.closedMsBefore} ms before${fatal.writtenSinceClose ? ' and written to since' : ' and dead since'}`
-        : '';
-      const query = /^QUERY (.*)$/m.exec(crash.stderr)?.[1];
-      const unhandled = query ? ` [unhandled rejection of: ${query}]` : '';
-      const write = fatal
-        ? ` [fatal write on connection ${fatal.connection}${closed}: ${fatal.statements.join(' + ') || 'unknown statement'}]`
-        : '';
-      lines.push(`  CRASH ${crash.adapter}${write}${unhandled}: ${crash.stderr.trim().slice(-600)}`);
-    }
-  }
+  const excused = [
+    ...result.strandedCalls.map((stranded) => `  hang (upstream, named): ${stranded}`),
+    ...result.crashes.flatMap((crash) =>
+      crash.knownBug ? [`  crash of ${crash.adapter}: ${crash.knownBug}`] : [],
+    ),
+    ...result.teardowns.map((teardown) => {
+      const issue = upstreamIssueOf(teardown);
+      return issue
+        ? `  teardown finding, upstream ${issue}: ${teardown}`
+        : `  open teardown finding, no known cause: ${teardown}`;
+    }),
+    ...(result.slowStarts.length > 0
+      ? [`  still starting at the end (never in a call, not a hang): ${result.slowStarts.join(', ')}`]
+      : []),
+  ];
+  if (excused.length > 0) lines.push('', `Excused findings (${excused.length}, not failures):`, ...excused);
   return lines.join('\n');
 }
 
