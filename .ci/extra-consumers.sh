@@ -21,7 +21,7 @@ finish() {
 trap finish EXIT
 export npm_config_cache="$work/npm-cache" npm_config_update_notifier=false npm_config_fund=false npm_config_audit=false
 
-published=(core pg prisma drizzle kysely otel cli)
+published=(core pg prisma drizzle kysely postgres otel cli)
 started=$SECONDS
 step() { echo "[$((SECONDS - started)) s] $*"; }
 step "build"

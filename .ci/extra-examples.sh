@@ -19,7 +19,7 @@ finish() {
 trap finish EXIT
 export npm_config_cache="$work/npm-cache" npm_config_update_notifier=false npm_config_fund=false npm_config_audit=false
 
-published=(core pg prisma drizzle kysely otel)
+published=(core pg prisma drizzle kysely postgres otel)
 echo "build"
 pnpm --filter "./packages/{$(IFS=,; echo "${published[*]}")}" build >"$work/build.log" 2>&1 || { cat "$work/build.log"; exit 1; }
 echo "pack"

@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-const packages = ['core', 'pg', 'prisma', 'drizzle', 'kysely', 'otel', 'cli'];
+const packages = ['core', 'pg', 'prisma', 'drizzle', 'kysely', 'postgres', 'otel', 'cli'];
 // Cannot find name 'x' (and its "did you mean" forms), and a shorthand property with no value in scope.
 const missingName = new Set([2304, 2552, 2582, 18004]);
 

@@ -14,7 +14,7 @@ const kebab = (key: string) =>
 
 describe('the test matrix (no axis of coverage dropped)', () => {
   it('is declared by every adapter', () => {
-    expect(adapters.sort()).toEqual(['drizzle', 'kysely', 'pg', 'prisma']);
+    expect(adapters.sort()).toEqual(['drizzle', 'kysely', 'pg', 'postgres', 'prisma']);
   });
 
   for (const adapter of adapters) {

@@ -1,0 +1,4 @@
+import { runMatrixEntry } from '@pglock/test-kit';
+import { matrix } from './matrix.ts';
+
+runMatrixEntry(matrix.postgresJs);
