@@ -3,7 +3,8 @@
 # of every peer range, each with TypeScript 5.9 (the workspace's compiler API) and TypeScript 7 (its
 # native `tsc`; 7.0 has no compiler API):
 #   oldest: drizzle-orm 0.44.7, kysely 0.28.0, @prisma/client, prisma and @prisma/adapter-pg 7.0.0
-#   newest: drizzle-orm 1.0.0-rc.5, kysely 0.29.9, @prisma/client 7.10.0, prisma and @prisma/adapter-pg 7.10.1
+#   newest: drizzle-orm 1.0.0-rc.5, kysely 0.29.9, and the workspace's Prisma (@prisma/client 7.10.0,
+#           prisma and @prisma/adapter-pg 7.10.1: the newest of the range), linked
 # The packages come from npm into throwaway folders under $TMPDIR, outside the workspace and its
 # lockfile, and are kept for the next run (reinstalled when a version here changes). Every run goes
 # on when one fails; one vitest-style JSON report per run goes to the folder given (default
@@ -17,7 +18,7 @@ mkdir -p "$reports"
 export npm_config_update_notifier=false
 typescript7=7.0.2
 oldest=(drizzle-orm@0.44.7 kysely@0.28.0 @prisma/client@7.0.0 prisma@7.0.0 @prisma/adapter-pg@7.0.0)
-newest=(drizzle-orm@1.0.0-rc.5 kysely@0.29.9 @prisma/client@7.10.0 prisma@7.10.1 @prisma/adapter-pg@7.10.1)
+newest=(drizzle-orm@1.0.0-rc.5 kysely@0.29.9)
 
 # install DIR NAME@VERSION…: npm installs them into DIR unless every one is there at that version.
 install() {
@@ -58,6 +59,15 @@ for end in oldest newest; do
     failed "$reports/snippets-$end-install.json"
     status=1
     continue
+  fi
+  if [ "$end" = newest ]; then
+    # The workspace's Prisma is the newest the range admits: linked, not downloaded again
+    # (after npm, which removes what it did not install).
+    mkdir -p "$dir/node_modules/@prisma"
+    for name in @prisma/client @prisma/adapter-pg prisma; do
+      ln -sfn "$(cd "$root/packages/prisma/node_modules/$name" && pwd -P)" "$dir/node_modules/$name"
+    done
+    echo "  and the workspace's @prisma/client $(node -p "require('$dir/node_modules/@prisma/client/package.json').version")"
   fi
   echo "[$((SECONDS - started)) s] $end, TypeScript 5.9"
   check "$reports/snippets-$end-ts5.json" --modules "$dir" || status=1
