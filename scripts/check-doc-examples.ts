@@ -62,10 +62,11 @@ interface Example {
   readonly source: string;
   /** The line of its opening fence (or JSDoc fence) in `source`. */
   readonly line: number;
-  /** The code before it that it continues (a fragment's chain), and how many lines that is. */
+  /** The code before it that it continues (a fragment's chain), else ''. */
   readonly before: string;
-  code: string;
-  file: string;
+  readonly code: string;
+  /** The copy that is compiled. */
+  readonly file: string;
 }
 
 function sourcesOf(dir: string): string[] {
