@@ -40,6 +40,11 @@ export interface LockContext {
    * keys its session holds on a connection of its own, which no lock call from the callback can use.
    */
   readonly session?: SessionHold | undefined;
+  /**
+   * Set for a leader's `onElected`: its term. A `stop()` called from there is the callback
+   * resigning, and must not wait for the callback it is called from (see {@link runningIn}).
+   */
+  readonly term?: object | undefined;
 }
 
 interface ContextState {
@@ -98,6 +103,14 @@ export function contextOfTransaction(tx: unknown): LockContext | undefined {
     if (context.open && context.session === undefined && context.tx === tx) return context;
   }
   return undefined;
+}
+
+/** True when the running code is inside an open context whose `term` is `term`. */
+export function runningIn(term: object): boolean {
+  for (let context = state.storage.getStore(); context !== undefined; context = context.parent) {
+    if (context.open && context.term === term) return true;
+  }
+  return false;
 }
 
 /**

@@ -17,6 +17,7 @@ import { abortedError, describeKeys, heldBySessionError, notAcquiredError, query
 import { contextFor, currentContext, heldBySession, type LockContext, runInContext } from './nesting.ts';
 import { cell } from './row-cell.ts';
 import { within } from './run-cancellable.ts';
+import { startBound } from './start-bound.ts';
 import { type Statement, statementText } from './statement.ts';
 
 /**
@@ -119,10 +120,31 @@ export async function takeSessionLock<Db>(
 
   let died: unknown;
   let holder: HeldSessionLock | undefined;
-  const pinned = await pin(db, (cause) => {
+  const pinning = pin(db, (cause) => {
     died ??= cause ?? new Error('the connection ended');
     holder?.lose(died, 'dead');
   });
+  // The pool's wait for a connection comes out of the lock's budget, and the signal ends it, as the
+  // start of withLock's transaction does: an exhausted pool must not keep the caller past either
+  // (nor keep a campaign from stopping). A connection that arrives after the caller gave up holds
+  // nothing of this call: it goes straight back.
+  const bound =
+    deadline === undefined && request.signal === undefined
+      ? undefined
+      : startBound(
+          deadline,
+          request.signal,
+          () => NOT_IN_TIME,
+          () => abortedError(request, verb, request.signal?.reason),
+        );
+  let pinned: PinnedConnection;
+  try {
+    pinned = bound === undefined ? await pinning : await bound.wait(pinning, handBack);
+  } catch (error) {
+    if (error !== NOT_IN_TIME) throw error;
+    if (attempt) return undefined;
+    throw notAcquiredError(request, verb);
+  }
   // The backend is checked before the lock is taken (issue 12 A1, found by the kit's "two
   // instances trying at once" test): through a transaction-mode pooler the unlock of a lock refused
   // after it was taken can land on another server backend, leaving the lock held on a pooled server
@@ -199,6 +221,16 @@ export async function takeSessionLock<Db>(
   }
   holder = new HeldSessionLock(port, db, pinned, request, trace, pid, since, heartbeatMs);
   return holder;
+}
+
+/** What a pool wait that outlasted the budget rejects with, inside this module only. */
+const NOT_IN_TIME = Symbol('pglock.notInTime');
+
+/** Gives back, unused, a connection that was pinned after its caller had given up on it. */
+function handBack(late: PinnedConnection): void {
+  Promise.resolve()
+    .then(() => late.release('clean'))
+    .catch(() => undefined);
 }
 
 function asError(value: unknown): Error {
@@ -483,6 +515,17 @@ class HeldSessionLock implements SessionLock {
 }
 
 /**
+ * The lock context for a callback that runs under `handle` (`withSessionLock`'s, a leader's
+ * `onElected`): it names what the session holds, so a lock call from there for one of those keys,
+ * which would wait for this very session, is refused. `undefined` for a handle core did not make.
+ */
+export function sessionContext(handle: SessionLock, term?: object): LockContext | undefined {
+  if (!(handle instanceof HeldSessionLock)) return undefined;
+  const context = handle[callbackContext]();
+  return term === undefined ? context : { ...context, term };
+}
+
+/**
  * Runs `fn` with a held session lock's `signal`, then releases the lock. When `fn` throws, its error
  * reaches the caller, never a release failure behind it (the connection is closed either way); when
  * `fn` resolves, a failed release rejects (the protection may have been gone).
@@ -495,7 +538,7 @@ export async function runWithSessionLock<T>(
   try {
     // The callback runs in a context that names what its session holds: a lock call there for one of
     // those keys would wait for this session, and is refused instead.
-    const context = handle instanceof HeldSessionLock ? handle[callbackContext]() : undefined;
+    const context = sessionContext(handle);
     result = await (context === undefined ? fn(handle.signal) : runInContext(context, fn, handle.signal));
   } catch (error) {
     await handle.release().catch(() => undefined);

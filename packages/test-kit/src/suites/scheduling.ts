@@ -550,9 +550,18 @@ export function schedulingSuite(ctx: SuiteContext): void {
       const standbyWaits = deferred();
       const resigned = deferred<{ ok: boolean; aborted: boolean }>();
       let electedB = 0;
+      let selfLock: { ok: boolean; error?: unknown } | undefined;
       let a: LeaderCampaign | undefined;
       a = leaderOf(one)(name, {
         onElected: async ({ signal }) => {
+          // A lock on the leader's own name would wait for the leader's session: refused at once.
+          selfLock = await outcome(
+            settlesWithin(
+              one.withLock(name, async () => 'ran'),
+              5_000,
+              'withLock',
+            ),
+          );
           await standbyWaits.promise;
           const stopped = await outcome(settlesWithin(a!.stop(), 5_000, 'stop() inside onElected'));
           resigned.resolve({ ok: stopped.ok, aborted: signal.aborted });
@@ -573,6 +582,7 @@ export function schedulingSuite(ctx: SuiteContext): void {
         });
         await ctx.backdoor.waitFor('b elected', async () => b.isLeader, 5_000);
         expect(electedB).toBe(1);
+        expect(LockUsageError.is(selfLock?.error), String(selfLock?.ok || selfLock?.error)).toBe(true);
         expect(a.isLeader).toBe(false);
         // Once resigned, stop() from outside resolves too.
         await settlesWithin(a.stop(), 2_000, 'stop() after the resignation');
