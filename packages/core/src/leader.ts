@@ -199,18 +199,14 @@ class Campaign implements LeaderCampaign {
       let term = 0;
       let lock: SessionLock;
       try {
-        // The wait has no limit and is cancelled by stop(); the term is written on the connection
-        // that holds the lock, before the handle (and its heartbeat) exists.
-        lock = (await takeSessionLock(
-          this.#scope,
-          this.key,
-          { signal: stopped },
-          false,
-          this.#verb,
-          async (connection) => {
+        // The wait has no limit (the session's statement_timeout and lock_timeout are lifted for it)
+        // and only stop() ends it; the term is written on the connection that holds the lock,
+        // before the handle (and its heartbeat) exists.
+        lock = (await takeSessionLock(this.#scope, this.key, { signal: stopped }, false, this.#verb, {
+          onHeld: async (connection) => {
             term = await this.#elect(connection);
           },
-        )) as SessionLock;
+        })) as SessionLock;
       } catch (error) {
         if (stopped.aborted) break;
         this.#report(error);

@@ -1,4 +1,4 @@
-import { acquire, isConnectionFailure } from './acquire.ts';
+import { type Acquisition, acquire, isConnectionFailure, waitUnlimited } from './acquire.ts';
 import { assertCancellable, cancellerFor } from './cancel-wait.ts';
 import { startTrace, type Trace } from './diagnostics.ts';
 import { LockLostError, LockUsageError } from './errors.ts';
@@ -66,6 +66,12 @@ export interface SessionScope<Db> {
   readonly defaults: SessionLockOptions;
 }
 
+/** What a leader's campaign asks of its session lock (see {@link takeSessionLock}). */
+export interface Campaigning {
+  /** Runs on the pinned connection once the lock is held (the term is written there). */
+  onHeld(connection: PortConnection): Promise<void>;
+}
+
 const DEFAULT_HEARTBEAT_MS = 1_000;
 /** A check from another connection may have to wait for the pool to open one. */
 const MIN_CONTROL_CHECK_MS = 2_000;
@@ -81,9 +87,11 @@ const identify = statementText(
  * Takes a session lock on a connection pinned for it: `undefined` when a try found it taken (or a
  * bounded wait elapsed and `attempt` is set), else the handle. Refuses, with `LockUsageError`, a
  * connection whose statements may run on changing server backends (a transaction-mode pooler), and
- * also when it could not check. `onHeld` runs on the pinned connection once the lock is held and
- * checked, before the handle exists (`leader` writes its term there); when it throws, the
- * connection is closed, which releases the lock, and its error is thrown.
+ * also when it could not check. `campaign` makes it a leader's campaign: its wait is not ended by the
+ * session's statement_timeout or lock_timeout, nor by a cancel it did not ask for; and
+ * `campaign.onHeld` runs on the pinned connection once the lock is held and checked, before the
+ * handle exists (`leader` writes its term there); when it throws, the connection is closed, which
+ * releases the lock, and its error is thrown.
  */
 export async function takeSessionLock<Db>(
   scope: SessionScope<Db>,
@@ -91,7 +99,7 @@ export async function takeSessionLock<Db>(
   options: SessionLockOptions | undefined,
   attempt: boolean,
   verb: string,
-  onHeld?: (connection: PortConnection) => Promise<void>,
+  campaign?: Campaigning,
 ): Promise<SessionLock | undefined> {
   const { port, db, defaults } = scope;
   const request = lockRequest(target, options, attempt ? { ...defaults, timeoutMs: 0 } : defaults, verb);
@@ -164,7 +172,7 @@ export async function takeSessionLock<Db>(
   let held: boolean;
   try {
     const cancel = await cancellerFor(port, db, pinned, request);
-    held = await acquire({
+    const acquisition: Acquisition = {
       connection: pinned,
       request,
       scope: 'session',
@@ -173,7 +181,8 @@ export async function takeSessionLock<Db>(
       cancel,
       verb,
       trace,
-    });
+    };
+    held = campaign === undefined ? await acquire(acquisition) : await waitUnlimited(acquisition);
   } catch (error) {
     await pinned.release(
       died !== undefined || isConnectionFailure(error) ? 'dead' : 'unknown',
@@ -201,9 +210,9 @@ export async function takeSessionLock<Db>(
     }
     throw error;
   }
-  if (onHeld !== undefined && died === undefined) {
+  if (campaign !== undefined && died === undefined) {
     try {
-      await onHeld(pinned);
+      await campaign.onHeld(pinned);
     } catch (error) {
       await pinned.release(died !== undefined ? 'dead' : 'unknown', asError(error));
       throw error;
