@@ -371,6 +371,13 @@ class HeldSessionLock implements SessionLock {
   readonly #controller = new AbortController();
   readonly #timer: NodeJS.Timeout;
   readonly #check: Statement;
+  /**
+   * Where the check runs from another connection, the pinned one still gets a statement every beat:
+   * a connection idle for longer than the server's idle_session_timeout (which docs/scheduling.md
+   * recommends for a silent leader) is ended by the server, lock and all. It is the check again,
+   * on the pinned backend, with the grant-time marker.
+   */
+  readonly #keepalive: Statement | undefined;
   readonly #checkTimeoutMs: number;
   #beating: Promise<void> | undefined;
   #closing: Promise<void> | undefined;
@@ -396,6 +403,7 @@ class HeldSessionLock implements SessionLock {
     this.#trace = trace;
     const fromControl = pinned.heartbeatOn === 'control';
     this.#check = heldStatement(request, fromControl ? pid : undefined, fromControl ? undefined : since);
+    this.#keepalive = fromControl ? heldStatement(request, undefined, since) : undefined;
     this.#checkTimeoutMs = fromControl ? Math.max(heartbeatMs, MIN_CONTROL_CHECK_MS) : heartbeatMs;
     this.#timer = setInterval(() => {
       this.#beating ??= this.#beat().finally(() => {
@@ -452,7 +460,20 @@ class HeldSessionLock implements SessionLock {
         this.#checkTimeoutMs,
         `the connection did not answer a heartbeat within ${this.#checkTimeoutMs} ms`,
       );
-      if (!holds) this.lose(new Error(`backend ${this.pid} no longer holds it`), 'dead');
+      if (!holds) return this.lose(new Error(`backend ${this.pid} no longer holds it`), 'dead');
+      // Written only once another connection has said that the pinned backend lives and holds the
+      // lock (as a release is): a port checks from elsewhere because its driver must not write to a
+      // connection that may have failed (postgres.js, porsager/postgres#1208).
+      if (this.#keepalive === undefined || this.#released !== undefined || this.#controller.signal.aborted)
+        return;
+      const still = await within(
+        this.#pinned.query(this.#keepalive),
+        this.#checkTimeoutMs,
+        `the connection did not answer a heartbeat within ${this.#checkTimeoutMs} ms`,
+      );
+      if (Number(cell(still[0] ?? {}, 'held')) !== this.keys.length) {
+        this.lose(new Error(`backend ${this.pid} no longer holds it`), 'unknown');
+      }
     } catch (error) {
       this.lose(error, 'unknown');
     }
