@@ -151,7 +151,12 @@ const transactions = new WeakMap<object, LockContext>();
 /** Remembers `context`'s transaction handle for {@link settledTransaction}. */
 export function rememberTransaction(context: LockContext): void {
   const { tx } = context;
-  if (typeof tx === 'object' && tx !== null && tx !== context.root) transactions.set(tx, context);
+  if (isHandle(tx) && tx !== context.root) transactions.set(tx, context);
+}
+
+/** An object or a function: postgres.js's transaction handle is a tagged-template function. */
+function isHandle(value: unknown): value is object {
+  return (typeof value === 'object' && value !== null) || typeof value === 'function';
 }
 
 /**
@@ -165,7 +170,7 @@ export function settledTransaction(
   handle: unknown,
   from: LockContext | undefined = state.storage.getStore(),
 ): LockContext | undefined {
-  if (typeof handle !== 'object' || handle === null) return undefined;
+  if (!isHandle(handle)) return undefined;
   for (let context = from; context !== undefined; context = context.parent) {
     if (!context.open && context.session === undefined && context.tx === handle && context.root !== handle)
       return context;
