@@ -134,7 +134,9 @@ const openStatements = () =>
  * after the failure waits in postgres.js's own queue of the reserved connection (`reserve()` queues a
  * statement behind one in flight, and a close never settles that queue): the same defect as
  * porsager/postgres#1186 (there `sql.begin`'s queue), reproduced with postgres.js alone in
- * test/teardown-evidence.test.ts.
+ * test/teardown-evidence.test.ts. Or the ORM's ROLLBACK (or COMMIT) was handed to that connection
+ * next and was in flight when it closed: postgres.js settles no statement in flight on a close
+ * (porsager/postgres#1097, reproduced there too).
  */
 function strandedByUpstream(): string | undefined {
   if (definition.driver !== 'postgres.js' || phases.size === 0 || inFlight.size > 0) return undefined;
@@ -144,6 +146,10 @@ function strandedByUpstream(): string | undefined {
     const connection = watch?.nothingHandedAfter(failed.text);
     if (connection !== undefined) {
       return `porsager/postgres#1186: the callback's statement failed with ${failed.code} on connection ${connection}, whose close came next; the ORM's ROLLBACK never reached the connection (it waits in postgres.js's own queue of the transaction's connection, reserve()'s or sql.begin's, which a close never settles)`;
+    }
+    const ending = watch?.endInFlightAtClose(failed.text);
+    if (ending !== undefined) {
+      return `porsager/postgres#1097: the callback's statement failed with ${failed.code} on connection ${ending}; the ORM's ROLLBACK or COMMIT was handed to it next and was in flight when it closed, and postgres.js settles no statement in flight on a close`;
     }
   }
   return undefined;

@@ -37,6 +37,13 @@ export interface WriteWatch {
    * issued after the failure never reached the connection.
    */
   nothingHandedAfter(text: string): number | undefined;
+  /**
+   * The connection a statement that failed with the connection (`text`) was last handed to, when
+   * what came next was only the ORM's own COMMIT or ROLLBACK and then the close: that end statement
+   * was in flight when the connection closed, and postgres.js settles no statement in flight on a
+   * close (porsager/postgres#1097, reproduced in test/teardown-evidence.test.ts).
+   */
+  endInFlightAtClose(text: string): number | undefined;
 }
 
 /** What a connection was handed (a statement), or that it closed; `at` from `performance.now()`. */
@@ -162,6 +169,20 @@ export function watchPostgresJsWrites(): WriteWatch {
         // Its close came next, and no COMMIT or ROLLBACK reached it after (a reconnect may serve others).
         const ends = rest.some((event) => /^(commit|rollback)\b/i.test(event.statement ?? ''));
         if (rest[0] !== undefined && rest[0].statement === undefined && !ends) return connection;
+      }
+      return undefined;
+    },
+    endInFlightAtClose(text) {
+      const wanted = normalized(text);
+      for (const [connection, events] of latest) {
+        const last = events.findLastIndex((event) => event.statement === wanted);
+        if (last < 0) continue;
+        const rest = events.slice(last + 1);
+        const close = rest.findIndex((event) => event.statement === undefined);
+        const ends = rest.slice(0, close);
+        if (close > 0 && ends.every((event) => /^(commit|rollback)\s*;?$/i.test(event.statement ?? ''))) {
+          return connection;
+        }
       }
       return undefined;
     },

@@ -106,7 +106,8 @@ it('postgres.js alone: a statement queued on a reserved connection never settles
     );
     await runningOn(admin, row?.pid);
     proxy.reset();
-    expect(((await first) as { code?: unknown }).code).toBe('ECONNRESET');
+    // The reset reaches postgres.js as the socket's error or, on a busy machine, as its close first.
+    expect(['ECONNRESET', 'CONNECTION_CLOSED']).toContain(((await first) as { code?: unknown }).code);
     await new Promise((resolve) => setTimeout(resolve, 1_000));
     expect(settled, 'the queued statement settled: #1186 fixed for reserve()?').toBe(false);
     // What the worker's verdict reads: the failed statement's connection saw its close next, and no
