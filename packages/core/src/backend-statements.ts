@@ -7,7 +7,7 @@ import { type Statement, type StatementText, statementText } from './statement.t
  *
  * @example
  * ```ts
- * import { unlockAllStatement } from '@pglock/core/adapter';
+ * import { unlockAllStatement } from './backend-statements.ts';
  *
  * await connection.query(unlockAllStatement);
  * ```
@@ -24,7 +24,8 @@ const alive: StatementText = statementText(
  *
  * @example
  * ```ts
- * import { backendAliveStatement, cell } from '@pglock/core/adapter';
+ * import { backendAliveStatement } from './backend-statements.ts';
+ * import { cell } from './row-cell.ts';
  *
  * const [row] = await control.query(backendAliveStatement(pid));
  * const alive = Number(cell(row ?? {}, 'alive')) > 0;

@@ -28,7 +28,7 @@ export interface PortConnection {
   transactionStatus?(): 'idle' | 'transaction' | 'failed' | undefined;
   /**
    * Interrupts this connection's running statement without borrowing a pooled connection: the
-   * protocol CancelRequest, on a socket of its own ({@link sendCancelRequest}). Without it, core runs
+   * protocol CancelRequest, on a socket of its own (`sendCancelRequest` (the node-postgres room)). Without it, core runs
    * a guarded `pg_cancel_backend` on a {@link LockPort.controlConnection}.
    */
   cancel?(): Promise<void>;

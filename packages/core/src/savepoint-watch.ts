@@ -75,7 +75,7 @@ export function watchSavepoint(outer: LockContext): () => readonly LockContext[]
  *
  * @example
  * ```ts
- * return asAwaitingNested(runJob()); // runJob starts the nested call before its first await
+ * const job = asAwaitingNested(runJob()); // runJob starts the nested call before its first await
  * ```
  */
 export function asAwaitingNested<T>(promise: Promise<T>): Promise<T> {

@@ -28,7 +28,7 @@ export interface StatementText {
  *
  * @example
  * ```ts
- * import { statementText } from '@pglock/core/adapter';
+ * import { statementText } from './statement.ts';
  *
  * const tryLock = statementText('SELECT pg_try_advisory_lock($1::text::bigint) AS ok');
  * tryLock.bind(['42']).fragments; // ['SELECT pg_try_advisory_lock(', '::text::bigint) AS ok']
@@ -58,7 +58,7 @@ export function statementText(text: string): StatementText {
  *
  * @example
  * ```ts
- * import { statement } from '@pglock/core/adapter';
+ * import { statement } from './statement.ts';
  *
  * const s = statement('SELECT pg_try_advisory_lock($1::text::bigint) AS ok', ['42']);
  * s.fragments; // ['SELECT pg_try_advisory_lock(', '::text::bigint) AS ok']

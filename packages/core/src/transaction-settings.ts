@@ -69,7 +69,7 @@ export const NO_TRANSACTION_SETTINGS: CheckedTransactionSettings = Object.freeze
  *
  * @example
  * ```ts
- * import { checkTransactionSettings } from '@pglock/core/adapter';
+ * import { checkTransactionSettings } from './transaction-settings.ts';
  *
  * checkTransactionSettings({ isolationLevel: 'Serializable' }, ['isolationLevel'], 'withLock').isolationLevel; // 'serializable'
  * ```
@@ -127,23 +127,6 @@ export function checkTransactionSettings(
   return Object.freeze({ isolationLevel: level, accessMode, deferrable, timeout, maxWait });
 }
 
-/**
- * Prisma's name of a checked isolation level (`'read committed'` → `'ReadCommitted'`), for an ORM
- * that takes those names.
- *
- * @example
- * ```ts
- * import { prismaIsolationLevel } from '@pglock/core/adapter';
- *
- * prismaIsolationLevel('repeatable read'); // 'RepeatableRead'
- * ```
- */
-export function prismaIsolationLevel(level: IsolationLevel): PrismaIsolationLevel {
-  return Object.keys(ISOLATION).find(
-    (name) => name !== level && ISOLATION[name] === level,
-  ) as PrismaIsolationLevel;
-}
-
 const beginTexts = new Map<string, string>();
 
 /**
@@ -152,7 +135,8 @@ const beginTexts = new Map<string, string>();
  *
  * @example
  * ```ts
- * import { beginText, checkTransactionSettings } from '@pglock/core/adapter';
+ * import { beginText } from '@pglock/core/adapter';
+ * import { checkTransactionSettings } from './transaction-settings.ts';
  *
  * beginText(checkTransactionSettings({ isolationLevel: 'serializable' }, ['isolationLevel'], 'withLock'));
  * // 'BEGIN ISOLATION LEVEL SERIALIZABLE'

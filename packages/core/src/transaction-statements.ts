@@ -6,7 +6,7 @@ import { type Statement, statementText } from './statement.ts';
  *
  * @example
  * ```ts
- * import { commitStatement } from '@pglock/core/adapter';
+ * import { commitStatement } from './transaction-statements.ts';
  *
  * const result = await client.query(commitStatement.text);
  * if (result.command === 'ROLLBACK') console.log('nothing was saved');
@@ -19,7 +19,7 @@ export const commitStatement: Statement = statementText('COMMIT').bind([]);
  *
  * @example
  * ```ts
- * import { rollbackStatement } from '@pglock/core/adapter';
+ * import { rollbackStatement } from './transaction-statements.ts';
  *
  * await client.query(rollbackStatement.text);
  * ```

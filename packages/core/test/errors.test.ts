@@ -2,7 +2,6 @@ import pg from 'pg';
 import { describe, expect, inject, it } from 'vitest';
 // The `databaseUrl` the vitest global setup provides (declared in the test-kit, shared by all packages).
 import type {} from '../../test-kit/src/provided-context.ts';
-import { SqlState, sqlStateOf } from '../src/adapter.ts';
 import {
   AdvisoryLockError,
   LockAbortedError,
@@ -11,6 +10,7 @@ import {
   lockKey,
   ScheduleMismatchError,
 } from '../src/index.ts';
+import { SqlState, sqlStateOf } from '../src/sql-state.ts';
 
 describe('errors', () => {
   it('is() recognises errors from another copy of the package, where instanceof fails', async () => {
