@@ -6,9 +6,10 @@ import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
+import { publishedPackages } from './packages.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-const packages = ['core', 'pg', 'prisma', 'drizzle', 'kysely', 'postgres', 'otel', 'cli'];
+const packages = publishedPackages().map((p) => p.dir);
 // Cannot find name 'x' (and its "did you mean" forms), and a shorthand property with no value in scope.
 const missingName = new Set([2304, 2552, 2582, 18004]);
 
