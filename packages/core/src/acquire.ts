@@ -1,5 +1,5 @@
 import { silentTrace, type Trace } from './diagnostics.ts';
-import { AdvisoryLockError, LockAbortedError, LockDeadlockError } from './errors.ts';
+import { AdvisoryLockError, LockAbortedError, LockDeadlockError, LockQueryError } from './errors.ts';
 import type { LockKey } from './lock-key.ts';
 import type { LockRequest } from './lock-options.ts';
 import type { PortConnection, Row } from './lock-port.ts';
@@ -13,7 +13,7 @@ import {
   waitStatement,
 } from './lock-statements.ts';
 import { abortedError, describeKeys, queryFailed } from './messages.ts';
-import { truthy } from './row-cell.ts';
+import { cell, truthy } from './row-cell.ts';
 import { runCancellable } from './run-cancellable.ts';
 import { SqlState, sqlStateOf } from './sql-state.ts';
 import { type Statement, statementText } from './statement.ts';
@@ -233,6 +233,71 @@ async function attempt(a: Acquisition): Promise<boolean> {
     if (a.scope === 'session' && isConnectionLoss(error)) throw connectionFailed(a, error, false);
     throw queryFailed(request, a.verb, 'locking', error);
   }
+}
+
+// A campaign's wait is unlimited whatever the session's own limits are: a statement_timeout or a
+// lock_timeout of the role or the pool (a common default) would end it, and a failed campaign backs
+// off, which slowed failover from milliseconds to seconds. Neither can be lifted inside the wait's
+// own statement (the statement timer is armed when the statement starts), so one statement before
+// the wait saves and lifts both, and one after restores them, as a bounded wait's own statement saves
+// and restores lock_timeout around its lock. Read in FROM, the saved values exist before the select
+// list lifts them.
+const liftWaitLimits = statementText(
+  "SELECT p.statement_timeout, p.lock_timeout, set_config('statement_timeout', '0', false) AS lifted, " +
+    "set_config('lock_timeout', '0', false) AS lifted_lock FROM ROWS FROM (current_setting('statement_timeout'), " +
+    "current_setting('lock_timeout')) AS p(statement_timeout, lock_timeout)",
+).bind([]);
+const restoreWaitLimits = statementText(
+  "SELECT set_config('statement_timeout', $1::text, false) AS statement_timeout, set_config('lock_timeout', $2::text, false) AS lock_timeout",
+);
+
+/**
+ * A session-lock wait without limit that nothing but the caller's signal ends (a leader's campaign):
+ * the session's statement_timeout and lock_timeout are lifted for the wait and restored after it,
+ * and a wait that the server ended anyway (someone's `pg_cancel_backend`, a lock_timeout set on the
+ * way) is waited again at once. Resolves `true` once held; rejects as {@link acquire} does.
+ */
+export async function waitUnlimited(a: Acquisition): Promise<boolean> {
+  const { connection, request, verb } = a;
+  const limits = await connection.query(liftWaitLimits).then(
+    ([row]) => [String(cell(row ?? {}, 'statement_timeout')), String(cell(row ?? {}, 'lock_timeout'))],
+    (error: unknown) => Promise.reject(limitsFailed(a, error)),
+  );
+  let outcome: unknown;
+  let failed = false;
+  try {
+    for (;;) {
+      try {
+        // `false` is the end of a lock_timeout; a cancel nobody here asked for is 57014.
+        if (await acquire(a)) return true;
+      } catch (error) {
+        const cancelled =
+          LockQueryError.is(error) &&
+          !isConnectionFailure(error) &&
+          sqlStateOf(error.cause) === SqlState.queryCanceled;
+        if (!cancelled) throw error;
+      }
+      if (request.signal?.aborted) throw abortedError(request, verb, request.signal.reason);
+    }
+  } catch (error) {
+    failed = true;
+    outcome = error;
+    throw error;
+  } finally {
+    // Nothing more is written to a connection that failed: it is destroyed, never reused.
+    if (!(failed && isConnectionFailure(outcome)) && (limits[0] !== '0' || limits[1] !== '0')) {
+      await connection.query(restoreWaitLimits.bind(limits)).catch((error: unknown) => {
+        throw limitsFailed(a, error);
+      });
+    }
+  }
+}
+
+/** A failed statement around a campaign's wait: a typed error, marked when the connection itself failed. */
+function limitsFailed(a: Acquisition, error: unknown): AdvisoryLockError {
+  if (AdvisoryLockError.is(error)) return error;
+  if (isConnectionLoss(error)) return connectionFailed(a, error, false);
+  return queryFailed(a.request, a.verb, 'waiting for', error);
 }
 
 /** Session locks taken part-way are released again (only those this backend holds, per `pg_locks`). */

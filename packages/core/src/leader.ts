@@ -5,11 +5,11 @@ import type { BigintLockKey, LockKey } from './lock-key.ts';
 import { formatLockKey } from './lock-key.ts';
 import { checkDuration } from './lock-options.ts';
 import type { PortConnection } from './lock-port.ts';
-import { contextFor } from './nesting.ts';
+import { contextFor, runInContext, runningIn } from './nesting.ts';
 import { checkOptionKeys, LEADER_OPTION_KEYS } from './option-keys.ts';
 import { cell } from './row-cell.ts';
 import { jobKey } from './run-once.ts';
-import { type SessionLock, type SessionScope, takeSessionLock } from './session-lock.ts';
+import { type SessionLock, type SessionScope, sessionContext, takeSessionLock } from './session-lock.ts';
 
 /** What `onElected` gets: the term it leads, and the signal that ends it. */
 export interface Election {
@@ -153,6 +153,8 @@ class Campaign implements LeaderCampaign {
   readonly #done: Promise<void>;
   #term: AbortController | undefined;
   #termNumber: number | undefined;
+  /** The running term's callback, and how `stop()` from inside it lets the term end without it. */
+  #resignable: { readonly token: object; readonly resign: () => void } | undefined;
 
   constructor(
     scope: SessionScope<unknown>,
@@ -180,6 +182,10 @@ class Campaign implements LeaderCampaign {
   }
 
   stop(): Promise<void> {
+    // Called from the term's own onElected (directly, or from work it awaits): the callback is
+    // resigning, so the term ends without waiting for it, which waits for this very call.
+    const term = this.#resignable;
+    if (term !== undefined && runningIn(term.token)) term.resign();
     this.#stop.abort();
     return this.#done;
   }
@@ -195,18 +201,14 @@ class Campaign implements LeaderCampaign {
       let term = 0;
       let lock: SessionLock;
       try {
-        // The wait has no limit and is cancelled by stop(); the term is written on the connection
-        // that holds the lock, before the handle (and its heartbeat) exists.
-        lock = (await takeSessionLock(
-          this.#scope,
-          this.key,
-          { signal: stopped },
-          false,
-          this.#verb,
-          async (connection) => {
+        // The wait has no limit (the session's statement_timeout and lock_timeout are lifted for it)
+        // and only stop() ends it; the term is written on the connection that holds the lock,
+        // before the handle (and its heartbeat) exists.
+        lock = (await takeSessionLock(this.#scope, this.key, { signal: stopped }, false, this.#verb, {
+          onHeld: async (connection) => {
             term = await this.#elect(connection);
           },
-        )) as SessionLock;
+        })) as SessionLock;
       } catch (error) {
         if (stopped.aborted) break;
         this.#report(error);
@@ -257,11 +259,22 @@ class Campaign implements LeaderCampaign {
       whenAborted(lock.signal, () => finish('lost', lock.signal.reason)),
       whenAborted(this.#stop.signal, () => finish('stopped')),
     ];
+    let resign!: () => void;
+    const resigned = new Promise<void>((resolve) => {
+      resign = resolve;
+    });
+    const token = {};
+    this.#resignable = { token, resign };
+    // The callback runs in a context that names the term (for stop() from inside it) and what its
+    // session holds (a lock call from there for the leader's own key would wait for itself).
+    const context = sessionContext(lock, token);
+    const elected = async (election: Election): Promise<void> => this.#onElected(election);
+    const election: Election = { term, signal: controller.signal };
     // A term that ended before it began (lost or stopped as it was won) runs no callback.
     const task =
       end !== undefined
         ? Promise.resolve()
-        : (async () => this.#onElected({ term, signal: controller.signal }))().then(
+        : (context === undefined ? elected(election) : runInContext(context, elected, election)).then(
             () => undefined,
             (error: unknown) => {
               // Rethrowing the signal's reason (signal.throwIfAborted()) is stopping as asked, not a failure.
@@ -272,8 +285,10 @@ class Campaign implements LeaderCampaign {
           );
     await ended;
     for (const off of unsubscribe) off();
-    // The work stops before the lock is given up: a standby is elected only after it.
-    await task;
+    // The work stops before the lock is given up: a standby is elected only after it. A callback
+    // that called stop() itself has said its work is done.
+    await Promise.race([task, resigned]);
+    this.#resignable = undefined;
     await lock.release().catch(() => undefined);
     return end as TermEnd;
   }

@@ -61,6 +61,11 @@ export interface LockContext {
    * keys its session holds on a connection of its own, which no lock call from the callback can use.
    */
   readonly session?: SessionHold | undefined;
+  /**
+   * Set for a leader's `onElected`: its term. A `stop()` called from there is the callback
+   * resigning, and must not wait for the callback it is called from (see {@link runningIn}).
+   */
+  readonly term?: object | undefined;
 }
 
 /** A lock call nested in a running context's transaction, until its savepoint is released or rolled back. */
@@ -175,6 +180,14 @@ export function settledTransaction(
   }
   const known = transactions.get(handle);
   return known !== undefined && !known.open ? known : undefined;
+}
+
+/** True when the running code is inside an open context whose `term` is `term`. */
+export function runningIn(term: object): boolean {
+  for (let context = state.storage.getStore(); context !== undefined; context = context.parent) {
+    if (context.open && context.term === term) return true;
+  }
+  return false;
 }
 
 /**

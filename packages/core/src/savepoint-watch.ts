@@ -75,7 +75,8 @@ export function watchSavepoint(outer: LockContext): () => readonly LockContext[]
  *
  * @example
  * ```ts
- * const job = asAwaitingNested(runJob()); // runJob starts the nested call before its first await
+ * // runJob starts the nested call before its first await:
+ * const run = (job: () => Promise<string>) => asAwaitingNested(job());
  * ```
  */
 export function asAwaitingNested<T>(promise: Promise<T>): Promise<T> {

@@ -1,4 +1,4 @@
-import { acquire, isConnectionFailure } from './acquire.ts';
+import { type Acquisition, acquire, isConnectionFailure, waitUnlimited } from './acquire.ts';
 import { assertCancellable, cancellerFor } from './cancel-wait.ts';
 import { startTrace, type Trace } from './diagnostics.ts';
 import { LockLostError, LockUsageError } from './errors.ts';
@@ -18,6 +18,7 @@ import { contextFor, currentContext, heldBySession, type LockContext, runInConte
 import { SESSION_LOCK_OPTION_KEYS } from './option-keys.ts';
 import { cell } from './row-cell.ts';
 import { within } from './run-cancellable.ts';
+import { startBound } from './start-bound.ts';
 import { type Statement, statementText } from './statement.ts';
 
 /**
@@ -66,6 +67,12 @@ export interface SessionScope<Db> {
   readonly defaults: SessionLockOptions;
 }
 
+/** What a leader's campaign asks of its session lock (see {@link takeSessionLock}). */
+export interface Campaigning {
+  /** Runs on the pinned connection once the lock is held (the term is written there). */
+  onHeld(connection: PortConnection): Promise<void>;
+}
+
 const DEFAULT_HEARTBEAT_MS = 1_000;
 /** A check from another connection may have to wait for the pool to open one. */
 const MIN_CONTROL_CHECK_MS = 2_000;
@@ -81,9 +88,11 @@ const identify = statementText(
  * Takes a session lock on a connection pinned for it: `undefined` when a try found it taken (or a
  * bounded wait elapsed and `attempt` is set), else the handle. Refuses, with `LockUsageError`, a
  * connection whose statements may run on changing server backends (a transaction-mode pooler), and
- * also when it could not check. `onHeld` runs on the pinned connection once the lock is held and
- * checked, before the handle exists (`leader` writes its term there); when it throws, the
- * connection is closed, which releases the lock, and its error is thrown.
+ * also when it could not check. `campaign` makes it a leader's campaign: its wait is not ended by the
+ * session's statement_timeout or lock_timeout, nor by a cancel it did not ask for; and
+ * `campaign.onHeld` runs on the pinned connection once the lock is held and checked, before the
+ * handle exists (`leader` writes its term there); when it throws, the connection is closed, which
+ * releases the lock, and its error is thrown.
  */
 export async function takeSessionLock<Db>(
   scope: SessionScope<Db>,
@@ -91,7 +100,7 @@ export async function takeSessionLock<Db>(
   options: SessionLockOptions | undefined,
   attempt: boolean,
   verb: string,
-  onHeld?: (connection: PortConnection) => Promise<void>,
+  campaign?: Campaigning,
 ): Promise<SessionLock | undefined> {
   const { port, db, defaults } = scope;
   const request = lockRequest(
@@ -126,10 +135,31 @@ export async function takeSessionLock<Db>(
 
   let died: unknown;
   let holder: HeldSessionLock | undefined;
-  const pinned = await pin(db, (cause) => {
+  const pinning = pin(db, (cause) => {
     died ??= cause ?? new Error('the connection ended');
     holder?.lose(died, 'dead');
   });
+  // The pool's wait for a connection comes out of the lock's budget, and the signal ends it, as the
+  // start of withLock's transaction does: an exhausted pool must not keep the caller past either
+  // (nor keep a campaign from stopping). A connection that arrives after the caller gave up holds
+  // nothing of this call: it goes straight back.
+  const bound =
+    deadline === undefined && request.signal === undefined
+      ? undefined
+      : startBound(
+          deadline,
+          request.signal,
+          () => NOT_IN_TIME,
+          () => abortedError(request, verb, request.signal?.reason),
+        );
+  let pinned: PinnedConnection;
+  try {
+    pinned = bound === undefined ? await pinning : await bound.wait(pinning, handBack);
+  } catch (error) {
+    if (error !== NOT_IN_TIME) throw error;
+    if (attempt) return undefined;
+    throw notAcquiredError(request, verb);
+  }
   // The backend is checked before the lock is taken (issue 12 A1, found by the kit's "two
   // instances trying at once" test): through a transaction-mode pooler the unlock of a lock refused
   // after it was taken can land on another server backend, leaving the lock held on a pooled server
@@ -149,7 +179,7 @@ export async function takeSessionLock<Db>(
   let held: boolean;
   try {
     const cancel = await cancellerFor(port, db, pinned, request);
-    held = await acquire({
+    const acquisition: Acquisition = {
       connection: pinned,
       request,
       scope: 'session',
@@ -158,7 +188,8 @@ export async function takeSessionLock<Db>(
       cancel,
       verb,
       trace,
-    });
+    };
+    held = campaign === undefined ? await acquire(acquisition) : await waitUnlimited(acquisition);
   } catch (error) {
     await pinned.release(
       died !== undefined || isConnectionFailure(error) ? 'dead' : 'unknown',
@@ -186,9 +217,9 @@ export async function takeSessionLock<Db>(
     }
     throw error;
   }
-  if (onHeld !== undefined && died === undefined) {
+  if (campaign !== undefined && died === undefined) {
     try {
-      await onHeld(pinned);
+      await campaign.onHeld(pinned);
     } catch (error) {
       await pinned.release(died !== undefined ? 'dead' : 'unknown', asError(error));
       throw error;
@@ -206,6 +237,16 @@ export async function takeSessionLock<Db>(
   }
   holder = new HeldSessionLock(port, db, pinned, request, trace, pid, since, heartbeatMs);
   return holder;
+}
+
+/** What a pool wait that outlasted the budget rejects with, inside this module only. */
+const NOT_IN_TIME = Symbol('pglock.notInTime');
+
+/** Gives back, unused, a connection that was pinned after its caller had given up on it. */
+function handBack(late: PinnedConnection): void {
+  Promise.resolve()
+    .then(() => late.release('clean'))
+    .catch(() => undefined);
 }
 
 function asError(value: unknown): Error {
@@ -337,6 +378,13 @@ class HeldSessionLock implements SessionLock {
   readonly #controller = new AbortController();
   readonly #timer: NodeJS.Timeout;
   readonly #check: Statement;
+  /**
+   * Where the check runs from another connection, the pinned one still gets a statement every beat:
+   * a connection idle for longer than the server's idle_session_timeout (which docs/scheduling.md
+   * recommends for a silent leader) is ended by the server, lock and all. It is the check again,
+   * on the pinned backend, with the grant-time marker.
+   */
+  readonly #keepalive: Statement | undefined;
   readonly #checkTimeoutMs: number;
   #beating: Promise<void> | undefined;
   #closing: Promise<void> | undefined;
@@ -362,6 +410,7 @@ class HeldSessionLock implements SessionLock {
     this.#trace = trace;
     const fromControl = pinned.heartbeatOn === 'control';
     this.#check = heldStatement(request, fromControl ? pid : undefined, fromControl ? undefined : since);
+    this.#keepalive = fromControl ? heldStatement(request, undefined, since) : undefined;
     this.#checkTimeoutMs = fromControl ? Math.max(heartbeatMs, MIN_CONTROL_CHECK_MS) : heartbeatMs;
     this.#timer = setInterval(() => {
       this.#beating ??= this.#beat().finally(() => {
@@ -422,7 +471,20 @@ class HeldSessionLock implements SessionLock {
         this.#checkTimeoutMs,
         `the connection did not answer a heartbeat within ${this.#checkTimeoutMs} ms`,
       );
-      if (!holds) this.lose(new Error(`backend ${this.pid} no longer holds it`), 'dead');
+      if (!holds) return this.lose(new Error(`backend ${this.pid} no longer holds it`), 'dead');
+      // Written only once another connection has said that the pinned backend lives and holds the
+      // lock (as a release is): a port checks from elsewhere because its driver must not write to a
+      // connection that may have failed (postgres.js, porsager/postgres#1208).
+      if (this.#keepalive === undefined || this.#released !== undefined || this.#controller.signal.aborted)
+        return;
+      const still = await within(
+        this.#pinned.query(this.#keepalive),
+        this.#checkTimeoutMs,
+        `the connection did not answer a heartbeat within ${this.#checkTimeoutMs} ms`,
+      );
+      if (Number(cell(still[0] ?? {}, 'held')) !== this.keys.length) {
+        this.lose(new Error(`backend ${this.pid} no longer holds it`), 'unknown');
+      }
     } catch (error) {
       this.lose(error, 'unknown');
     }
@@ -494,6 +556,17 @@ class HeldSessionLock implements SessionLock {
 }
 
 /**
+ * The lock context for a callback that runs under `handle` (`withSessionLock`'s, a leader's
+ * `onElected`): it names what the session holds, so a lock call from there for one of those keys,
+ * which would wait for this very session, is refused. `undefined` for a handle core did not make.
+ */
+export function sessionContext(handle: SessionLock, term?: object): LockContext | undefined {
+  if (!(handle instanceof HeldSessionLock)) return undefined;
+  const context = handle[callbackContext]();
+  return term === undefined ? context : { ...context, term };
+}
+
+/**
  * Runs `fn` with a held session lock's `signal`, then releases the lock. When `fn` throws, its error
  * reaches the caller, never a release failure behind it (the connection is closed either way); when
  * `fn` resolves, a failed release rejects (the protection may have been gone).
@@ -506,7 +579,7 @@ export async function runWithSessionLock<T>(
   try {
     // The callback runs in a context that names what its session holds: a lock call there for one of
     // those keys would wait for this session, and is refused instead.
-    const context = handle instanceof HeldSessionLock ? handle[callbackContext]() : undefined;
+    const context = sessionContext(handle);
     result = await (context === undefined ? fn(handle.signal) : runInContext(context, fn, handle.signal));
   } catch (error) {
     await handle.release().catch(() => undefined);

@@ -15,9 +15,11 @@ export interface StartBound {
   enter(): boolean;
   /**
    * `running`, or the rejection made by `late()` or `aborted()` when the deadline passes or the
-   * signal fires before the body was entered. A late outcome of `running` is observed and dropped.
+   * signal fires before the body was entered. A late outcome of `running` is observed: a value goes
+   * to `onLate` (hand back a connection that arrived after the caller gave up on it), an error is
+   * dropped.
    */
-  wait<T>(running: Promise<T>): Promise<T>;
+  wait<T>(running: Promise<T>, onLate?: (value: T) => void): Promise<T>;
 }
 
 /**
@@ -58,7 +60,7 @@ export function startBound(
       cleanup();
       return !gaveUp;
     },
-    wait<T>(running: Promise<T>): Promise<T> {
+    wait<T>(running: Promise<T>, onLate?: (value: T) => void): Promise<T> {
       return new Promise<T>((resolve, reject) => {
         const giveUp = (error: () => unknown) => {
           if (entered || gaveUp) return;
@@ -70,6 +72,7 @@ export function startBound(
           (value) => {
             cleanup();
             if (!gaveUp) resolve(value);
+            else onLate?.(value);
           },
           (error: unknown) => {
             cleanup();

@@ -52,7 +52,7 @@ const functions = lockFunctions<Db, never, Tx, Settings, Root>(drizzlePort as Lo
  * import { drizzle } from 'drizzle-orm/node-postgres';
  * import { advisoryLocks } from '@pglock/drizzle';
  *
- * const db = drizzle(process.env.DATABASE_URL!, { schema });
+ * const db = drizzle(process.env.DATABASE_URL!);
  * const locks = advisoryLocks(db, { namespace: 'billing', timeoutMs: 5_000 });
  * await locks.withLock(`account:${id}`, async (tx) => {
  *   await tx.update(accounts).set({ frozen: true }).where(eq(accounts.id, id));

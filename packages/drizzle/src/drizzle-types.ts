@@ -64,15 +64,16 @@ export interface DrizzleTransactionLike extends DrizzleDatabaseLike {
 }
 
 /**
- * The transaction type of `DB`: what its `transaction` callback receives, schema included (so
- * `tx.query.users` keeps its types). Type a helper's `tx` parameter with it.
+ * The transaction type of `DB`: what its `transaction` callback receives, with the relational
+ * queries of the `schema` (Drizzle 0.x) or `relations` (1.0) given to `drizzle()`, so `tx.query.users`
+ * keeps its types. Type a helper's `tx` parameter with it.
  *
  * @example
  * ```ts
  * import { drizzle } from 'drizzle-orm/node-postgres';
  * import type { TxOf } from '@pglock/drizzle';
  *
- * const db = drizzle(process.env.DATABASE_URL!, { schema: { accounts } });
+ * const db = drizzle(process.env.DATABASE_URL!);
  * async function debit(tx: TxOf<typeof db>, id: number) {
  *   await tx.update(accounts).set({ balance: 0 }).where(eq(accounts.id, id));
  * }

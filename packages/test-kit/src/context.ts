@@ -144,6 +144,32 @@ export function watchCrashes(): { stop(): unknown[] } {
   };
 }
 
+/**
+ * `url` with server settings for every connection opened through it, as the startup packet's
+ * `options` (`-c name=value`): node-postgres and postgres.js both pass the URL's `options` on.
+ * PgBouncer drops the parameter (its config ignores `options`), so a test through a pooler would
+ * not get them.
+ */
+export function withServerSettings(url: string, settings: Readonly<Record<string, string | number>>): string {
+  const options = Object.entries(settings)
+    .map(([name, value]) => `-c ${name}=${value}`)
+    .join(' ');
+  const [base, query = ''] = url.split('?', 2) as [string, string?];
+  const params = new URLSearchParams(query);
+  const given = params.get('options');
+  params.delete('options');
+  const rest = params.toString();
+  // Spelled with %20, not URLSearchParams' `+`: every driver decodes it as a space.
+  const value = encodeURIComponent(given ? `${given} ${options}` : options);
+  return `${base}?${rest === '' ? '' : `${rest}&`}options=${value}`;
+}
+
+/** The server's major version (`server_version_num` / 10000), read on the backdoor. */
+export async function serverMajor(backdoor: Backdoor): Promise<number> {
+  const [row] = await backdoor.query<{ v: number }>("SELECT current_setting('server_version_num')::int AS v");
+  return Math.floor(Number(row?.v) / 10_000);
+}
+
 /** Resolves after `ms`. */
 export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));

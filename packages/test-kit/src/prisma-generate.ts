@@ -11,12 +11,17 @@ const run = promisify(execFile);
 /**
  * Runs `prisma generate` for `schema` into `output` (the generator's `output`), unless the stamp
  * file there says the client matches this schema and Prisma version. The `prisma` CLI is resolved
- * from the schema's own package. `prisma generate` needs no schema engine, but the CLI downloads
+ * from the schema's own package, or from `cliFrom` (a folder whose node_modules has it) when the
+ * schema is a copy outside any package. `prisma generate` needs no schema engine, but the CLI downloads
  * one when it is missing (which fails without internet): an empty executable named by
  * `PRISMA_SCHEMA_ENGINE_BINARY` stops that, with no binary in the repository. Returns whether it ran.
  */
-export async function generatePrismaClient(schema: string, output: string): Promise<boolean> {
-  const require = createRequire(schema);
+export async function generatePrismaClient(
+  schema: string,
+  output: string,
+  cliFrom?: string,
+): Promise<boolean> {
+  const require = createRequire(cliFrom === undefined ? schema : join(cliFrom, 'package.json'));
   const { version } = JSON.parse(await readFile(require.resolve('prisma/package.json'), 'utf8')) as {
     version: string;
   };

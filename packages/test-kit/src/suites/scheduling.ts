@@ -23,8 +23,11 @@ import {
   missing,
   outcome,
   type SuiteContext,
+  serverMajor,
   settlesWithin,
   skipped,
+  sleep,
+  withServerSettings,
 } from '../context.ts';
 import type { AdapterInstance, Sql } from '../harness.ts';
 
@@ -172,6 +175,12 @@ function schedulingTests(ctx: SuiteContext): void {
   const noPool = firstReason(
     noContention,
     missing(capabilities, 'concurrentCalls', 'one client: the instance runs one transaction at a time'),
+  );
+  const noPoolWait = firstReason(
+    missing(capabilities, 'concurrentCalls', 'one client: the instance runs one transaction at a time'),
+    capabilities.sessionConnection === 'own'
+      ? 'a campaign opens a connection of its own: there is no pool to wait for'
+      : undefined,
   );
 
   beforeAll(() => setUpDatabases(ctx.backdoor));
@@ -744,6 +753,210 @@ function schedulingTests(ctx: SuiteContext): void {
         expect(errors).toEqual([boom]);
         expect(terms[1]).toBeGreaterThan(terms[0]!);
         expect(campaign.term).toBe(terms[1]);
+      } finally {
+        await campaign.stop();
+      }
+    });
+
+    it.skipIf(noPoolWait)(
+      `stop() of campaigns waiting for a connection of an exhausted pool resolves at once; the connection that arrives later goes back${skipped(noPoolWait)}`,
+      async () => {
+        const { name, key } = ctx.name('leader-pool-wait');
+        const instance = await ctx.open({ max: 1 });
+        const held = await holdLock(instance, ctx.name('leader-pool-holder').name);
+        let elected = 0;
+        const errors: unknown[] = [];
+        // A fleet of campaigns on a small pool, stopped on SIGTERM.
+        const campaigns = [0, 1, 2].map(() =>
+          leaderOf(instance)(name, {
+            onElected: () => {
+              elected++;
+            },
+            onError: (error) => errors.push(error),
+          }),
+        );
+        try {
+          await sleep(200);
+          await settlesWithin(
+            Promise.all(campaigns.map((campaign) => campaign.stop())),
+            2_000,
+            'stop() of campaigns waiting for a pooled connection',
+          );
+        } finally {
+          await held.release();
+        }
+        expect(
+          await settlesWithin(
+            instance.tryWithLock(name, async () => 'after'),
+            5_000,
+            'withLock once the pool is free',
+          ),
+        ).toEqual({ acquired: true, value: 'after' });
+        expect(await ctx.backdoor.locksOn(key)).toEqual([]);
+        expect(elected).toBe(0);
+        expect(errors.map(String)).toEqual([]);
+        for (const campaign of campaigns) expect(campaign.isLeader).toBe(false);
+      },
+    );
+
+    it("stop() inside onElected resolves (resigning once the term's work is done); the standby is elected", async () => {
+      const { name, key } = ctx.name('leader-resign');
+      const [one, two] = [await ctx.open(), await ctx.open()];
+      const standbyWaits = deferred();
+      const resigned = deferred<{ ok: boolean; aborted: boolean }>();
+      let electedB = 0;
+      let selfLock: { ok: boolean; error?: unknown } | undefined;
+      let a: LeaderCampaign | undefined;
+      a = leaderOf(one)(name, {
+        onElected: async ({ signal }) => {
+          // A lock on the leader's own name would wait for the leader's session: refused at once.
+          selfLock = await outcome(
+            settlesWithin(
+              one.withLock(name, async () => 'ran'),
+              5_000,
+              'withLock',
+            ),
+          );
+          await standbyWaits.promise;
+          const stopped = await outcome(settlesWithin(a!.stop(), 5_000, 'stop() inside onElected'));
+          resigned.resolve({ ok: stopped.ok, aborted: signal.aborted });
+        },
+      });
+      await ctx.backdoor.waitFor('a elected', async () => a!.isLeader);
+      const b = leaderOf(two)(name, {
+        onElected: () => {
+          electedB++;
+        },
+      });
+      try {
+        await ctx.backdoor.waitForWaiters(key, 1);
+        standbyWaits.resolve();
+        expect(await settlesWithin(resigned.promise, 6_000, 'onElected after its stop()')).toEqual({
+          ok: true,
+          aborted: true,
+        });
+        await ctx.backdoor.waitFor('b elected', async () => b.isLeader, 5_000);
+        expect(electedB).toBe(1);
+        expect(LockUsageError.is(selfLock?.error), String(selfLock?.ok || selfLock?.error)).toBe(true);
+        expect(a.isLeader).toBe(false);
+        // Once resigned, stop() from outside resolves too.
+        await settlesWithin(a.stop(), 2_000, 'stop() after the resignation');
+      } finally {
+        await b.stop();
+        await settlesWithin(a.stop(), 2_000, 'stop()').catch(() => undefined);
+      }
+      expect(await ctx.backdoor.locksOn(key)).toEqual([]);
+    });
+
+    // A campaign that fails backs off from retryMs, doubling up to 30 s; 5 s from the first failure
+    // shows in seconds what the default 1 s does in a minute (failover 8 s after four failures).
+    const BACK_OFF_MS = 5_000;
+    const FAILOVER_BOUND_MS = 2_000;
+
+    for (const [setting, value] of [
+      ['statement_timeout', 300],
+      ['lock_timeout', 300],
+    ] as const) {
+      it(`${setting} ${value} ms on the standby's connections never slows failover: its wait is not ended, nothing is reported, and it is elected at once`, async () => {
+        const { name, key } = ctx.name(`leader-${setting}`);
+        const log = elections();
+        const errors: unknown[] = [];
+        const first = await ctx.open();
+        const second = await ctx.open({ url: withServerSettings(ctx.url, { [setting]: value }), max: 2 });
+        const a = leaderOf(first)(name, { onElected: log.on('a') });
+        await ctx.backdoor.waitFor('a elected', async () => a.isLeader);
+        const b = leaderOf(second)(name, {
+          retryMs: BACK_OFF_MS,
+          onElected: log.on('b'),
+          onError: (error) => errors.push(error),
+        });
+        try {
+          await ctx.backdoor.waitForWaiters(key, 1);
+          // Five times the setting: the wait would have been ended (and backed off) by now.
+          await sleep(5 * value);
+          // The leader resigns (a terminated one would campaign again, and win while the standby backs off).
+          const endedAt = performance.now();
+          await a.stop();
+          await ctx.backdoor.waitFor('the standby elected', async () => b.isLeader, 3 * BACK_OFF_MS);
+          const failoverMs = (log.terms.find((t) => t.who === 'b')?.elected ?? Number.NaN) - endedAt;
+          console.info(
+            `[${ctx.harness.name}] failover with ${setting} ${value} ms on the standby: ${failoverMs.toFixed(0)} ms`,
+          );
+          expect(errors.map(String)).toEqual([]);
+          expect(failoverMs).toBeLessThan(FAILOVER_BOUND_MS);
+        } finally {
+          await Promise.all([a.stop(), b.stop()]);
+        }
+        // Every connection of the standby's pool (the one it waited on among them) has its own
+        // setting back once the campaign is done with it: all are asked at once (a lone client has one).
+        const connections = capabilities.concurrentCalls === false ? 1 : 2;
+        const all = deferred();
+        let asked = 0;
+        const seen = await Promise.all(
+          Array.from({ length: connections }, (_, i) =>
+            second.withLock(ctx.name(`probe-${i}`).name, async (sql) => {
+              const [row] = await sql(`SHOW ${setting}`);
+              if (++asked === connections) all.resolve();
+              await settlesWithin(all.promise, 5_000, 'every pooled connection');
+              return row?.[setting];
+            }),
+          ),
+        );
+        expect(seen).toEqual(Array.from({ length: connections }, () => `${value}ms`));
+      });
+    }
+
+    it("a standby's wait cancelled by someone else (pg_cancel_backend) is waited again at once: nothing reported, no back-off", async () => {
+      const { name, key } = ctx.name('leader-cancelled');
+      const [one, two] = [await ctx.open(), await ctx.open()];
+      const errors: unknown[] = [];
+      const a = leaderOf(one)(name, { onElected: () => undefined });
+      await ctx.backdoor.waitFor('a elected', async () => a.isLeader);
+      const b = leaderOf(two)(name, {
+        retryMs: BACK_OFF_MS,
+        onElected: () => undefined,
+        onError: (error) => errors.push(error),
+      });
+      try {
+        await ctx.backdoor.waitForWaiters(key, 1);
+        const [waiter] = await ctx.backdoor.waitersOn(key);
+        await ctx.backdoor.query('SELECT pg_cancel_backend($1::int)', [waiter]);
+        await sleep(300);
+        await ctx.backdoor.waitForWaiters(key, 1);
+        const stoppedAt = performance.now();
+        await a.stop();
+        await ctx.backdoor.waitFor('the standby elected', async () => b.isLeader, 3 * BACK_OFF_MS);
+        const electedMs = performance.now() - stoppedAt;
+        expect(errors.map(String)).toEqual([]);
+        expect(electedMs).toBeLessThan(FAILOVER_BOUND_MS);
+      } finally {
+        await Promise.all([a.stop(), b.stop()]);
+      }
+    });
+
+    it('a healthy leader keeps its term under idle_session_timeout 1500 ms (heartbeatMs 300, 4.5 s): never lost, one backend', async ({
+      skip,
+    }) => {
+      if ((await serverMajor(ctx.backdoor)) < 14) skip('idle_session_timeout needs PostgreSQL 14');
+      const { name, key } = ctx.name('leader-idle-timeout');
+      const instance = await ctx.open({ url: withServerSettings(ctx.url, { idle_session_timeout: 1500 }) });
+      const log = elections();
+      const errors: unknown[] = [];
+      const campaign = leaderOf(instance)(name, {
+        heartbeatMs: 300,
+        onElected: log.on('a'),
+        onError: (error) => errors.push(error),
+      });
+      try {
+        await ctx.backdoor.waitFor('elected', async () => campaign.isLeader);
+        const [holder] = (await ctx.backdoor.locksOn(key)).filter((lock) => lock.granted);
+        await sleep(4_500);
+        expect(log.terms.map((t) => String(t.reason ?? 'leading'))).toEqual(['leading']);
+        expect(campaign.term).toBe(log.terms[0]!.term);
+        expect(errors.map(String)).toEqual([]);
+        expect(await ctx.backdoor.locksOn(key)).toEqual([
+          { pid: holder!.pid, granted: true, mode: 'ExclusiveLock' },
+        ]);
       } finally {
         await campaign.stop();
       }

@@ -15,10 +15,12 @@ import {
   outcome,
   pidOf,
   type SuiteContext,
+  serverMajor,
   settlesWithin,
   skipped,
   sleep,
   watchCrashes,
+  withServerSettings,
 } from '../context.ts';
 import type { AdapterInstance, AnyLocks } from '../harness.ts';
 
@@ -58,6 +60,12 @@ export function sessionLocksSuite(ctx: SuiteContext): void {
     ? 'through a transaction-mode pooler session locks are refused (the pooler tests below check that)'
     : undefined;
   const direct = firstReason(noSession, pooled);
+  const noPoolWait = firstReason(
+    missing(capabilities, 'concurrentCalls', 'one client: the instance runs one transaction at a time'),
+    capabilities.sessionConnection === 'own'
+      ? 'session locks open a connection of their own: there is no pool to wait for'
+      : undefined,
+  );
 
   describe.skipIf(direct)(`session locks${skipped(direct)}`, () => {
     it('acquireSessionLock holds the lock on its own connection until release; release is idempotent and hands the connection back', async () => {
@@ -285,6 +293,90 @@ export function sessionLocksSuite(ctx: SuiteContext): void {
         await next?.release();
       },
     );
+
+    it.skipIf(noPoolWait)(
+      `an exhausted pool: timeoutMs and signal bound the wait for a connection as for withLock; a connection that arrives after the caller gave up goes back${skipped(noPoolWait)}`,
+      async () => {
+        const { name, key } = ctx.name('session-pool-wait');
+        const instance = await ctx.open({ max: 1 });
+        const verbs = sessionVerbs(instance.locks);
+        // The pool's only connection is pinned by another key's session lock.
+        const busy = await instance.acquireSessionLock(ctx.name('session-pool-holder').name);
+        try {
+          const started = performance.now();
+          const timed = await settlesWithin(
+            outcome(verbs.acquireSessionLock(name, { timeoutMs: 200 })),
+            3_000,
+            'acquireSessionLock({ timeoutMs: 200 }) on an exhausted pool',
+          );
+          const elapsed = performance.now() - started;
+          const error = (timed as { error?: unknown }).error;
+          expect(LockNotAcquiredError.is(error), String(timed.ok || error)).toBe(true);
+          expect((error as LockNotAcquiredError).timeoutMs).toBe(200);
+          expect(elapsed).toBeGreaterThanOrEqual(190);
+          expect(
+            await settlesWithin(
+              verbs.tryAcquireSessionLock(name, { timeoutMs: 200 }),
+              3_000,
+              'tryAcquireSessionLock({ timeoutMs: 200 }) on an exhausted pool',
+            ),
+          ).toBeUndefined();
+
+          const controller = new AbortController();
+          const waiting = [
+            outcome(verbs.acquireSessionLock(name, { signal: controller.signal })),
+            outcome(verbs.withSessionLock(name, async () => 'ran', { signal: controller.signal })),
+          ];
+          await sleep(100);
+          const reason = new Error('shutting down');
+          controller.abort(reason);
+          for (const result of await settlesWithin(
+            Promise.all(waiting),
+            1_000,
+            'the aborted calls waiting for a connection',
+          )) {
+            const aborted = (result as { error?: unknown }).error;
+            expect(LockAbortedError.is(aborted), String(result.ok || aborted)).toBe(true);
+            expect((aborted as LockAbortedError).reason).toBe(reason);
+          }
+        } finally {
+          await busy.release();
+        }
+        // The connection went to each caller that had given up in turn, and each handed it back
+        // unlocked: the next call gets it, and nothing holds the key.
+        expect(
+          await settlesWithin(
+            instance.tryWithLock(name, async () => 'after'),
+            5_000,
+            'withLock once the pool is free',
+          ),
+        ).toEqual({ acquired: true, value: 'after' });
+        expect(await ctx.backdoor.locksOn(key)).toEqual([]);
+        const next = await settlesWithin(verbs.tryAcquireSessionLock(name), 5_000, 'a session lock after');
+        expect(next).toBeDefined();
+        await next?.release();
+      },
+    );
+
+    it("a held lock's connection is never idle for heartbeatMs: idle_session_timeout 1500 ms does not end it (heartbeatMs 300, held 4.5 s)", async ({
+      skip,
+    }) => {
+      if ((await serverMajor(ctx.backdoor)) < 14) skip('idle_session_timeout needs PostgreSQL 14');
+      const { name, key } = ctx.name('session-idle-timeout');
+      const instance = await ctx.open({ url: withServerSettings(ctx.url, { idle_session_timeout: 1500 }) });
+      const handle = await instance.acquireSessionLock(name, { heartbeatMs: 300 });
+      try {
+        await sleep(4_500);
+        expect(handle.signal.aborted, String(handle.signal.reason)).toBe(false);
+        expect(await ctx.backdoor.locksOn(key)).toEqual([
+          { pid: handle.pid, granted: true, mode: 'ExclusiveLock' },
+        ]);
+      } finally {
+        const released = await outcome(handle.release());
+        expect(released.ok, String((released as { error?: unknown }).error)).toBe(true);
+      }
+      expect(await ctx.backdoor.locksOn(key)).toEqual([]);
+    });
 
     it('D12: heartbeatMs below 10 or from 2^31 is InvalidLockOptionsError before any SQL, per call and as a default', async () => {
       const { name, key } = ctx.name('session-heartbeat');
