@@ -1,6 +1,7 @@
 import { InvalidLockOptionsError } from './errors.ts';
 import { type AdvisoryLockInfo, inspectLocks, isLocked } from './inspect-locks.ts';
 import { type LeaderCampaign, type LeaderOptions, startLeader } from './leader.ts';
+import { lockInTransaction } from './lock-in-transaction.ts';
 import { type LockKeyInput, lockKey } from './lock-key.ts';
 import { checkDuration, type LockOptions, type LockTarget, lockRequest } from './lock-options.ts';
 import type { LockPort } from './lock-port.ts';
@@ -12,7 +13,7 @@ import {
   type SessionLockOptions,
   takeSessionLock,
 } from './session-lock.ts';
-import { lockInTransaction, runLocked, type TryResult, type WithLockOptions } from './transaction-lock.ts';
+import { runLocked, type TryResult, type WithLockOptions } from './transaction-lock.ts';
 import { checkTransactionSettings, type TransactionSettings } from './transaction-settings.ts';
 
 /**
