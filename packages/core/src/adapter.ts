@@ -20,12 +20,14 @@ export {
   type AdvisoryLocks,
   type AdvisoryLocksOptions,
   createAdvisoryLocks,
+  type LockFunctions,
+  lockFunctions,
   lockVerbs,
   type SessionAdvisoryLocks,
   type VerbName,
   type VerbNames,
 } from './create-advisory-locks.ts';
-export { type LockFunctions, lockFunctions } from './lock-functions.ts';
+
 export type {
   Cancellation,
   ControlConnection,

@@ -37,8 +37,8 @@ describe('errors', () => {
   });
 
   it('ScheduleMismatchError carries both schedules, and is() knows it from another copy', async () => {
-    const otherCopy = '../src/errors.ts?schedule-copy';
-    const copy = (await import(/* @vite-ignore */ otherCopy)) as typeof import('../src/errors.ts');
+    const otherCopy = '../src/job-errors.ts?schedule-copy';
+    const copy = (await import(/* @vite-ignore */ otherCopy)) as typeof import('../src/job-errors.ts');
     const foreign = new copy.ScheduleMismatchError('per', {
       keys: [lockKey('job')],
       perMs: 1_000,

@@ -1,7 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { createAdvisoryLocks, lockVerbs } from '../src/create-advisory-locks.ts';
+import {
+  createAdvisoryLocks,
+  type LockFunctions,
+  lockFunctions,
+  lockVerbs,
+} from '../src/create-advisory-locks.ts';
 import { InvalidLockKeyError, InvalidLockOptionsError } from '../src/index.ts';
-import { type LockFunctions, lockFunctions } from '../src/lock-functions.ts';
 import type { LockPort, PortConnection } from '../src/lock-port.ts';
 import { checkOptionKeys, WITH_LOCK_OPTION_KEYS } from '../src/option-keys.ts';
 
