@@ -4,6 +4,13 @@
  * parameters, like a template literal's strings (Drizzle's and Kysely's `sql` builders). Every value
  * is a string that the SQL casts, so no driver has to guess a type (and bigints never pass through a
  * JS number).
+ *
+ * @example
+ * ```ts
+ * import type { Statement } from '@pglock/core/adapter';
+ *
+ * const run = (statement: Statement) => pool.query(statement.text, [...statement.values]);
+ * ```
  */
 export interface Statement {
   readonly text: string;
@@ -14,6 +21,14 @@ export interface Statement {
 /**
  * A statement text parsed once; {@link StatementText.bind} makes a {@link Statement} per call
  * without splitting the text again.
+ *
+ * @example
+ * ```ts
+ * import type { Statement, StatementText } from '@pglock/core/adapter';
+ *
+ * declare const text: StatementText; // parsed once, in core
+ * const statement: Statement = text.bind(['42']);
+ * ```
  */
 export interface StatementText {
   readonly text: string;

@@ -28,7 +28,16 @@ export interface TransactionSettings {
   readonly maxWait?: number | undefined;
 }
 
-/** The settings after validation: isolation level in PostgreSQL's words, nothing unknown. */
+/**
+ * The settings after validation: isolation level in PostgreSQL's words, nothing unknown.
+ *
+ * @example
+ * ```ts
+ * import { beginText, type CheckedTransactionSettings } from '@pglock/core/adapter';
+ *
+ * const begin = (settings: CheckedTransactionSettings) => client.query(beginText(settings));
+ * ```
+ */
 export interface CheckedTransactionSettings {
   readonly isolationLevel: IsolationLevel | undefined;
   readonly accessMode: 'read only' | 'read write' | undefined;
@@ -37,7 +46,17 @@ export interface CheckedTransactionSettings {
   readonly maxWait: number | undefined;
 }
 
-/** A setting name of {@link TransactionSettings}. */
+/**
+ * A setting name of {@link TransactionSettings}.
+ *
+ * @example
+ * ```ts
+ * import type { TransactionSettingName } from '@pglock/core/adapter';
+ *
+ * // What the ORM's transaction API can honour; core refuses the others before any SQL.
+ * const transactionSettings: readonly TransactionSettingName[] = ['isolationLevel', 'accessMode'];
+ * ```
+ */
 export type TransactionSettingName = keyof TransactionSettings;
 
 const ISOLATION: Record<string, IsolationLevel> = {

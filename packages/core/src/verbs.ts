@@ -32,6 +32,15 @@ export interface AdvisoryLocksOptions<S extends TransactionSettings = Transactio
 /**
  * The transaction-scoped verbs every adapter offers, bound to one database and its defaults.
  * `Tx` is what callbacks receive; `InTx` what `lock`/`tryLock` accept (a transaction only).
+ *
+ * @example
+ * ```ts
+ * import type { AdvisoryLocks } from '@pglock/core/adapter';
+ *
+ * // What an adapter's `advisoryLocks(db)` returns, with its ORM's transaction as `Tx`.
+ * declare const locks: AdvisoryLocks<MyTx>;
+ * await locks.withLock('report:daily', async (tx) => build(tx));
+ * ```
  */
 export interface AdvisoryLocks<Tx, InTx = Tx, S extends TransactionSettings = TransactionSettings> {
   /**
@@ -79,7 +88,17 @@ export interface AdvisoryLocks<Tx, InTx = Tx, S extends TransactionSettings = Tr
   ): Promise<RunOnceResult<T>>;
 }
 
-/** The session-lock verbs of adapters that can pin a connection. */
+/**
+ * The session-lock verbs of adapters that can pin a connection.
+ *
+ * @example
+ * ```ts
+ * import type { AdvisoryLocks, SessionAdvisoryLocks } from '@pglock/core/adapter';
+ *
+ * declare const locks: AdvisoryLocks<MyTx> & SessionAdvisoryLocks;
+ * await locks.withSessionLock('migrations', async (signal) => migrate(signal));
+ * ```
+ */
 export interface SessionAdvisoryLocks {
   /** Takes a session lock on a dedicated connection; throws `LockNotAcquiredError` when not acquired in time. */
   acquireSessionLock(target: LockTarget, options?: SessionLockOptions): Promise<SessionLock>;
@@ -110,12 +129,29 @@ export interface SessionAdvisoryLocks {
   leader(name: string, options: LeaderOptions): LeaderCampaign;
 }
 
-/** The name of a verb of {@link createAdvisoryLocks}. */
+/**
+ * The name of a verb of {@link createAdvisoryLocks}.
+ *
+ * @example
+ * ```ts
+ * import type { VerbName } from '@pglock/core/adapter';
+ *
+ * const verb: VerbName = 'withSessionLock';
+ * ```
+ */
 export type VerbName = keyof (AdvisoryLocks<unknown> & SessionAdvisoryLocks);
 
 /**
  * The names users call the verbs by, where an adapter's idiom renames them (Prisma's `$withLock`,
  * Drizzle's `migrateWithLock` over `withSessionLock`): every message names the function called.
+ *
+ * @example
+ * ```ts
+ * import { createAdvisoryLocks, type VerbNames } from '@pglock/core/adapter';
+ *
+ * const names: VerbNames = { withLock: '$withLock', lock: '$lock' };
+ * const locks = createAdvisoryLocks(port, db, {}, names);
+ * ```
  */
 export type VerbNames = Readonly<Partial<Record<VerbName, string>>>;
 
@@ -126,6 +162,14 @@ export type VerbNames = Readonly<Partial<Record<VerbName, string>>>;
  * An adapter exports the verbs whose types need nothing of its ORM as they are
  * (`export const lock = functions.lock`), and types the others (a callback's `tx` that depends on
  * the database's type) in a line over the same function.
+ *
+ * @example
+ * ```ts
+ * import type { LockFunctions } from '@pglock/core/adapter';
+ *
+ * declare const functions: LockFunctions<MyDb, MyTx>;
+ * export const lock: LockFunctions<MyDb, MyTx>['lock'] = functions.lock;
+ * ```
  */
 export interface LockFunctions<
   Db,
