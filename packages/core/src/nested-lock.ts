@@ -15,14 +15,22 @@ import { savepointStatements } from './transaction-statements.ts';
 // A lock call inside a running transaction (a callback's, or one the caller opened): the lock is
 // taken inside a savepoint, so a nested call that fails rolls back only its own work.
 
+/** One lock call nested in a running transaction: what it locks, its callback, and how it was called. */
+export interface NestedCall<T> {
+  readonly request: LockRequest;
+  readonly fn: (tx: unknown) => Promise<T>;
+  /** A try: a lock found taken rolls back to the savepoint and resolves `{ acquired: false }`. */
+  readonly attempt: boolean;
+  readonly verb: string;
+}
+
+/** Runs `call` inside `outer`'s transaction, in a savepoint of its own, one nested call at a time. */
 export function nested<Db, Tx, T>(
   scope: VerbScope<Db, Tx>,
   outer: LockContext,
-  request: LockRequest,
-  fn: (tx: unknown) => Promise<T>,
-  attempt: boolean,
-  verb: string,
+  call: NestedCall<T>,
 ): Promise<T | TryResult<T>> {
+  const { request, verb } = call;
   const running = outer.nested;
   if (running !== undefined) {
     throw new LockUsageError(
@@ -53,13 +61,9 @@ export function nested<Db, Tx, T>(
   outer.nested = { context, ended, awaiting };
   // pglock's own statements run in the call's context, not the outer callback's: the savepoint's watch
   // counts only the outer callback's own code.
-  const call = enterContext(
-    context,
-    () => inSavepoint(scope, outer, context, request, fn, attempt, verb, end),
-    undefined,
-  );
-  awaiting.add(call);
-  return call;
+  const started = enterContext(context, () => inSavepoint(scope, outer, context, call, end), undefined);
+  awaiting.add(started);
+  return started;
 }
 
 /** The body of a nested call: savepoint, lock, callback, release (or roll back to the savepoint). */
@@ -67,12 +71,10 @@ async function inSavepoint<Db, Tx, T>(
   scope: VerbScope<Db, Tx>,
   outer: LockContext,
   context: LockContext,
-  request: LockRequest,
-  fn: (tx: unknown) => Promise<T>,
-  attempt: boolean,
-  verb: string,
+  call: NestedCall<T>,
   end: () => void,
 ): Promise<T | TryResult<T>> {
+  const { request, fn, attempt, verb } = call;
   const { connection, depth } = context;
   const [open, release, rollback] = savepointStatements(depth) as [Statement, Statement, Statement];
   const deadline =

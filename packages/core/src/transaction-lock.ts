@@ -150,7 +150,7 @@ function startLocked<Db, Tx, T>(
         `${verb}: transaction settings apply to a new transaction, but this call runs inside one (it nests with a savepoint there). Drop the transaction option, or call ${verb} outside the running transaction.`,
       );
     }
-    return nested(scope, nestIn, request, fn as (tx: unknown) => Promise<T>, attempt, verb);
+    return nested(scope, nestIn, { request, fn: fn as (tx: unknown) => Promise<T>, attempt, verb });
   }
   return ownTransaction(scope, { request, settings, fn, attempt, verb, parent: current });
 }
