@@ -24,7 +24,8 @@ finish() {
 trap finish EXIT
 export npm_config_cache="$work/npm-cache" npm_config_update_notifier=false npm_config_fund=false npm_config_audit=false
 
-published=(core pg prisma drizzle kysely postgres otel cli)
+# The published packages, from packages/*/package.json (scripts/packages.mjs).
+mapfile -t published < <(node scripts/packages.mjs)
 started=$SECONDS
 step() { echo "[$((SECONDS - started)) s] $*"; }
 step "build"

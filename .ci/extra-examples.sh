@@ -19,7 +19,8 @@ finish() {
 trap finish EXIT
 export npm_config_cache="$work/npm-cache" npm_config_update_notifier=false npm_config_fund=false npm_config_audit=false
 
-published=(core pg prisma drizzle kysely postgres otel)
+# The published packages, from packages/*/package.json (scripts/packages.mjs).
+mapfile -t published < <(node scripts/packages.mjs)
 echo "build"
 pnpm --filter "./packages/{$(IFS=,; echo "${published[*]}")}" build >"$work/build.log" 2>&1 || { cat "$work/build.log"; exit 1; }
 echo "pack"

@@ -31,10 +31,11 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs, promisify } from 'node:util';
 import ts from 'typescript';
 import { generatePrismaClient } from '../packages/test-kit/src/prisma-generate.ts';
+import { publishedPackages } from './packages.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const fixtures = join(root, 'scripts', 'doc-examples');
-const packages = ['core', 'pg', 'prisma', 'drizzle', 'kysely', 'postgres', 'otel', 'cli'];
+const packages = publishedPackages().map((p) => p.dir);
 const docs = [
   'README.md',
   ...packages.map((name) => `packages/${name}/README.md`),

@@ -8,6 +8,7 @@ import { mkdirSync, readdirSync, rmSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { publishedPackages } from './packages.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const { values } = parseArgs({
@@ -67,24 +68,20 @@ const shown = (file: string) => {
 console.log(`\n${tarballs.size} tarballs in ${out}:`);
 for (const file of tarballs.values()) console.log(`  ${shown(file)}`);
 
-// The peers each adapter needs beside core, in the README's Install order.
-const adapters: readonly (readonly [string, readonly string[]])[] = [
-  ['@pglock/pg', ['pg']],
-  ['@pglock/prisma', ['@prisma/client']],
-  ['@pglock/drizzle', ['drizzle-orm']],
-  ['@pglock/kysely', ['kysely']],
-  ['@pglock/otel', ['@opentelemetry/api']],
-  // The CLI depends on @pglock/pg, which no registry has yet either.
-  ['@pglock/cli', []],
-];
+// What each package needs installed beside core, from its manifest: the other pglock packages it
+// depends on (no registry has them yet either) and its required peers (its driver or ORM).
 const core = tarballs.get('@pglock/core');
 console.log('\nInstall in your app (core, plus the adapter you use and its driver or ORM):');
-for (const [name, peers] of adapters) {
+for (const { name, manifest } of publishedPackages()) {
   const file = tarballs.get(name);
-  if (file === undefined) continue;
-  const needs = name === '@pglock/cli' ? [tarballs.get('@pglock/pg')] : [];
+  if (file === undefined || name === '@pglock/core') continue;
+  const optional = manifest.peerDependenciesMeta ?? {};
+  const peers = Object.keys(manifest.peerDependencies ?? {}).filter(
+    (peer) => !peer.startsWith('@pglock/') && optional[peer]?.optional !== true,
+  );
+  const needs = Object.keys(manifest.dependencies ?? {})
+    .filter((dep) => dep.startsWith('@pglock/') && dep !== '@pglock/core')
+    .map((dep) => tarballs.get(dep));
   const files = [core, ...needs, file].filter((f): f is string => f !== undefined);
   console.log(`  npm install ${[...files, ...peers].join(' ')}`);
 }
-const others = [...tarballs.keys()].filter((n) => n !== '@pglock/core' && !adapters.some(([a]) => a === n));
-for (const name of others) console.log(`  npm install ${core} ${tarballs.get(name)}`);

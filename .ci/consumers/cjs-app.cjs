@@ -35,6 +35,9 @@ async function main() {
     for (const name of [
       '@pglock/core',
       '@pglock/core/adapter',
+      '@pglock/core/drivers/node-postgres',
+      '@pglock/core/drivers/postgres-js',
+      '@pglock/core/internal',
       '@pglock/pg',
       '@pglock/drizzle',
       '@pglock/kysely',

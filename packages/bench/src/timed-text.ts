@@ -1,5 +1,5 @@
 import { lockKey } from '@pglock/core';
-import { timedLockStatement } from '@pglock/core/adapter';
+import { timedLockStatement } from '@pglock/core/internal';
 
 /**
  * The text of the bounded-wait statement core sends for one bigint key (`$1` the budget, `$2` the

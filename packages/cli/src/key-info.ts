@@ -1,5 +1,5 @@
 import { lockKey } from '@pglock/core';
-import { lockTag } from '@pglock/core/adapter';
+import { lockTag } from '@pglock/core/internal';
 
 /** What `pglock key` prints for a name. */
 export interface KeyInfo {

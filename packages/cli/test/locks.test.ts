@@ -1,7 +1,7 @@
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { lockTag } from '@pglock/core/adapter';
+import { lockTag } from '@pglock/core/internal';
 import { acquireSessionLock, deriveKey, lockKey, type SessionLock, withLock } from '@pglock/pg';
 import { Backdoor } from '@pglock/test-kit';
 import pg from 'pg';

@@ -10,7 +10,7 @@ const registry = new WeakMap<AbortSignal, Set<() => void>>();
  *
  * @example
  * ```ts
- * import { onAbort } from '@pglock/core/adapter';
+ * import { onAbort } from './abort-listeners.ts';
  *
  * const stop = onAbort(AbortSignal.timeout(1_000), () => console.log('aborted'));
  * stop();

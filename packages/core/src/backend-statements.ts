@@ -1,3 +1,5 @@
+import { lockTag } from './inspect-locks.ts';
+import type { LockRequest } from './lock-options.ts';
 import { type Statement, type StatementText, statementText } from './statement.ts';
 
 /**
@@ -7,7 +9,7 @@ import { type Statement, type StatementText, statementText } from './statement.t
  *
  * @example
  * ```ts
- * import { unlockAllStatement } from '@pglock/core/adapter';
+ * import { unlockAllStatement } from './backend-statements.ts';
  *
  * await connection.query(unlockAllStatement);
  * ```
@@ -24,7 +26,8 @@ const alive: StatementText = statementText(
  *
  * @example
  * ```ts
- * import { backendAliveStatement, cell } from '@pglock/core/adapter';
+ * import { backendAliveStatement } from './backend-statements.ts';
+ * import { cell } from './row-cell.ts';
  *
  * const [row] = await control.query(backendAliveStatement(pid));
  * const alive = Number(cell(row ?? {}, 'alive')) > 0;
@@ -32,4 +35,40 @@ const alive: StatementText = statementText(
  */
 export function backendAliveStatement(pid: number): Statement {
   return alive.bind([String(pid)]);
+}
+
+/** This connection's backend pid, and the server's clock in milliseconds (the pooler check's probe). */
+export const identifyBackendStatement = statementText(
+  'SELECT pg_backend_pid() AS pid, floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint::text AS since',
+).bind([]);
+
+/** The statement that counts how many of `keys` backend `pid` (or this connection's) holds. */
+export function heldStatement(
+  request: LockRequest,
+  pid: number | undefined,
+  since: string | undefined,
+): Statement {
+  const classids: number[] = [];
+  const objids: number[] = [];
+  const subids: number[] = [];
+  for (const key of request.keys) {
+    const tag = lockTag(key);
+    classids.push(tag.classid);
+    objids.push(tag.objid);
+    subids.push(tag.objsubid);
+  }
+  const mode = request.shared ? 'ShareLock' : 'ExclusiveLock';
+  // The marker keeps the lock's grant time readable from pg_stat_activity (the heartbeat resets
+  // state_change): `since` is a number of milliseconds read from the server, digits only.
+  const marker = since === undefined ? '' : ` /* pglock:held-since:${since} */`;
+  const who = pid === undefined ? 'pg_backend_pid()' : '$4::text::int';
+  const text =
+    `SELECT count(*)::int AS held${marker} FROM pg_locks AS l ` +
+    'JOIN unnest($1::text::bigint[], $2::text::bigint[], $3::text::int[]) AS k(c, o, s) ' +
+    'ON l.classid = k.c::oid AND l.objid = k.o::oid AND l.objsubid = k.s ' +
+    `WHERE l.locktype = 'advisory' AND l.granted AND l.pid = ${who} AND l.mode = '${mode}' ` +
+    'AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())';
+  const values = [`{${classids.join(',')}}`, `{${objids.join(',')}}`, `{${subids.join(',')}}`];
+  if (pid !== undefined) values.push(String(pid));
+  return statementText(text).bind(values);
 }

@@ -1,11 +1,6 @@
-import {
-  InvalidLockOptionsError,
-  LockDeadlockError,
-  type LockNotAcquiredError,
-  type LockQueryError,
-} from './errors.ts';
+import { LockDeadlockError, type LockNotAcquiredError, type LockQueryError } from './errors.ts';
 import type { LockKey } from './lock-key.ts';
-import { type LockOptions, type LockRequest, type LockTarget, lockRequest } from './lock-options.ts';
+import type { LockRequest } from './lock-options.ts';
 import { keysBySpace, timedLockStatement } from './lock-statements.ts';
 import { describeKeys, notAcquiredError, queryFailed } from './messages.ts';
 import { SqlState, sqlStateOf } from './sql-state.ts';
@@ -44,7 +39,8 @@ const bothSpaces = new Map<boolean, StatementText>();
  *
  * @example
  * ```ts
- * import { batchLockStatement, lockRequest } from '@pglock/core/adapter';
+ * import { lockRequest } from '@pglock/core/internal';
+ * import { batchLockStatement } from './batch-lock.ts';
  *
  * const { keys } = lockRequest(['account:1', { pair: [7, 1] }]);
  * const statement = batchLockStatement(keys, false, 500);
@@ -83,7 +79,7 @@ export function batchLockStatement(keys: readonly LockKey[], shared: boolean, ti
  *
  * @example
  * ```ts
- * import { batchLockError } from '@pglock/core/adapter';
+ * import { batchLockError } from './batch-lock.ts';
  *
  * throw batchLockError(request, prismaError, '$lock');
  * ```
@@ -105,51 +101,13 @@ export function batchLockError(
 }
 
 /**
- * The request of a lock sent as one statement of a batch transaction: `options` over the factory's
- * `defaults` (their transaction settings do not apply), waiting `defaultTimeoutMs` when neither sets
- * `timeoutMs` (the batch's transaction has a timer: it never waits without limit). A `signal` is
- * refused: pglock sends no statement of its own there to cancel with; `instead` names the verb
- * that can honour one.
- *
- * @example
- * ```ts
- * import { batchLockRequest } from '@pglock/core/adapter';
- *
- * const request = batchLockRequest('account:1', { timeoutMs: 500 }, {}, 2_500, '$lock', '$withLock');
- * ```
- */
-export function batchLockRequest(
-  target: LockTarget,
-  options: LockOptions | undefined,
-  defaults: LockOptions & { readonly transaction?: unknown },
-  defaultTimeoutMs: number,
-  verb: string,
-  instead: string,
-): LockRequest {
-  if ((options as { readonly transaction?: unknown } | undefined)?.transaction !== undefined) {
-    throw new InvalidLockOptionsError(
-      `${verb}: transaction settings cannot apply here: the batch's transaction is opened by the ORM. Pass them to the batch itself (prisma.$transaction([…], { isolationLevel })), or use ${instead}.`,
-    );
-  }
-  const { transaction: _settings, ...lockDefaults } = defaults;
-  const timeoutMs = lockDefaults.timeoutMs ?? defaultTimeoutMs;
-  const request = lockRequest(target, options, { ...lockDefaults, timeoutMs }, verb);
-  if (request.signal !== undefined) {
-    throw new InvalidLockOptionsError(
-      `${verb}: signal cannot be honoured in a batch transaction (pglock sends no statement of its own there to cancel with); use timeoutMs, or ${instead}.`,
-    );
-  }
-  return request;
-}
-
-/**
  * Sends the {@link batchLockStatement} of `request` with `send`, and resolves once it ran. Only the
  * statement's own failure (one with a SQLSTATE) is the lock's, and becomes {@link batchLockError};
  * any other (the batch transaction's) stays as it is.
  *
  * @example
  * ```ts
- * import { sendBatchLock } from '@pglock/core/adapter';
+ * import { sendBatchLock } from '@pglock/core/internal';
  *
  * await sendBatchLock(request, (s) => prisma.$queryRawUnsafe(s.text, ...s.values), '$lock');
  * ```

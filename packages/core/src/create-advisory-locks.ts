@@ -1,127 +1,32 @@
 import { InvalidLockOptionsError } from './errors.ts';
-import { type AdvisoryLockInfo, inspectLocks, isLocked } from './inspect-locks.ts';
-import { type LeaderCampaign, type LeaderOptions, startLeader } from './leader.ts';
-import { type LockKeyInput, lockKey } from './lock-key.ts';
-import { checkDuration, type LockOptions, type LockTarget, lockRequest } from './lock-options.ts';
+import { inspectLocks, isLocked } from './inspect-locks.ts';
+import { startLeader } from './leader.ts';
+import { lockInTransaction } from './lock-in-transaction.ts';
+import { lockKey } from './lock-key.ts';
+import { checkDuration, lockRequest } from './lock-options.ts';
 import type { LockPort } from './lock-port.ts';
 import { ADVISORY_LOCKS_OPTION_KEYS, checkOptionKeys, IS_LOCKED_OPTION_KEYS } from './option-keys.ts';
-import { type RunOnceContext, type RunOnceOptions, type RunOnceResult, runOnce } from './run-once.ts';
-import {
-  runWithSessionLock,
-  type SessionLock,
-  type SessionLockOptions,
-  takeSessionLock,
-} from './session-lock.ts';
-import { lockInTransaction, runLocked, type TryResult, type WithLockOptions } from './transaction-lock.ts';
+import { runOnce } from './run-once.ts';
+import { runWithSessionLock, type SessionLock, takeSessionLock } from './session-lock.ts';
+import { runLocked, type WithLockOptions } from './transaction-lock.ts';
 import { checkTransactionSettings, type TransactionSettings } from './transaction-settings.ts';
+import type {
+  AdvisoryLocks,
+  AdvisoryLocksOptions,
+  LockFunctions,
+  SessionAdvisoryLocks,
+  VerbName,
+  VerbNames,
+} from './verbs.ts';
 
-/**
- * Defaults of one factory: every verb's options (per-call options win; a try function tries once
- * unless the call itself sets `timeoutMs`), the transaction settings of `withLock`, and the
- * heartbeat of session locks.
- *
- * @example
- * ```ts
- * import type { AdvisoryLocksOptions } from '@pglock/core';
- *
- * const defaults: AdvisoryLocksOptions = { namespace: 'billing', timeoutMs: 5_000, heartbeatMs: 500 };
- * ```
- */
-export interface AdvisoryLocksOptions<S extends TransactionSettings = TransactionSettings>
-  extends LockOptions {
-  readonly transaction?: S | undefined;
-  readonly heartbeatMs?: number | undefined;
-}
-
-/**
- * The transaction-scoped verbs every adapter offers, bound to one database and its defaults.
- * `Tx` is what callbacks receive; `InTx` what `lock`/`tryLock` accept (a transaction only).
- */
-export interface AdvisoryLocks<Tx, InTx = Tx, S extends TransactionSettings = TransactionSettings> {
-  /**
-   * Runs `fn` in a new transaction whose first statement takes the lock(s); COMMIT (or ROLLBACK when
-   * `fn` throws) releases them. Inside a running callback on the same database, or given a
-   * transaction, it nests there with a savepoint. Throws `LockNotAcquiredError` when not acquired in
-   * time, `TransactionRolledBackError` when PostgreSQL would not commit the callback's work.
-   */
-  withLock<T>(target: LockTarget, fn: (tx: Tx) => Promise<T>, options?: WithLockOptions<S>): Promise<T>;
-  /** Like `withLock`, but resolves `{ acquired: false }` when the lock is taken (tries once unless `timeoutMs`). */
-  tryWithLock<T>(
-    target: LockTarget,
-    fn: (tx: Tx) => Promise<T>,
-    options?: WithLockOptions<S>,
-  ): Promise<TryResult<T>>;
-  /** Takes the lock(s) inside a transaction you opened; held until it ends. */
-  lock(tx: InTx, target: LockTarget, options?: LockOptions): Promise<void>;
-  /** Tries the lock(s) inside a transaction you opened: `true` when held until it ends. */
-  tryLock(tx: InTx, target: LockTarget, options?: LockOptions): Promise<boolean>;
-  /** True when any session holds `key` (a snapshot, for dashboards and tests). */
-  isLocked(key: LockKeyInput, options?: Pick<LockOptions, 'namespace'>): Promise<boolean>;
-  /** Every advisory lock in the current database, holders and waiters. */
-  inspectLocks(): Promise<AdvisoryLockInfo[]>;
-  /**
-   * Runs `fn` at most once per period across every process: in a transaction that tries the name's
-   * lock and records the period's run in `pglock_jobs`, so the job's writes and "done for this
-   * period" commit together. Resolves `{ ran: true, value, period }`, or `{ ran: false, reason }`
-   * with `'done'` (this period's run committed) or `'busy'` (another caller runs it now; it does not
-   * wait unless `timeoutMs`). When `fn` throws (or its process dies) everything rolls back, the error
-   * reaches the caller unchanged, and the next caller in the period runs it. One name is one
-   * schedule: a `per` other than the one the job's row records is `ScheduleMismatchError`. A missing
-   * table is `LockTableMissingError`, whose message holds the DDL (for a table from before `per_ms`,
-   * the upgrade).
-   *
-   * @example
-   * ```ts
-   * const result = await locks.runOnce('leaderboard', { per: '15m' }, async (tx) => rebuildLeaderboard(tx));
-   * if (!result.ran) console.log(`skipped (${result.reason}) until ${result.period.end.toISOString()}`);
-   * ```
-   */
-  runOnce<T>(
-    name: string,
-    options: RunOnceOptions<S>,
-    fn: (tx: Tx, run: RunOnceContext) => Promise<T>,
-  ): Promise<RunOnceResult<T>>;
-}
-
-/** The session-lock verbs of adapters that can pin a connection. */
-export interface SessionAdvisoryLocks {
-  /** Takes a session lock on a dedicated connection; throws `LockNotAcquiredError` when not acquired in time. */
-  acquireSessionLock(target: LockTarget, options?: SessionLockOptions): Promise<SessionLock>;
-  /** Like `acquireSessionLock`, resolving `undefined` when taken (tries once unless `timeoutMs`). */
-  tryAcquireSessionLock(target: LockTarget, options?: SessionLockOptions): Promise<SessionLock | undefined>;
-  /** Runs `fn(signal)` under a session lock and releases it after; `signal` aborts when the lock is lost. */
-  withSessionLock<T>(
-    target: LockTarget,
-    fn: (signal: AbortSignal) => Promise<T>,
-    options?: SessionLockOptions,
-  ): Promise<T>;
-  /**
-   * Campaigns for leadership of `name` until `stop()`: waits for its session lock on the server (no
-   * polling), and once elected writes the next `term` (a fencing token) to `pglock_jobs` on the lock's
-   * connection and calls `onElected({ term, signal })`. `signal` aborts when the lock is lost or on
-   * `stop()`; the campaign then goes on, with backoff. A standby is elected only once PostgreSQL
-   * freed the previous leader's lock. Needs a database that can pin a connection (not a transaction,
-   * not through a transaction-mode pooler, which `onError` reports).
-   *
-   * @example
-   * ```ts
-   * const campaign = locks.leader('scheduler', {
-   *   onElected: ({ term, signal }) => startScheduler({ term, signal }),
-   * });
-   * process.once('SIGTERM', () => void campaign.stop());
-   * ```
-   */
-  leader(name: string, options: LeaderOptions): LeaderCampaign;
-}
-
-/** The name of a verb of {@link createAdvisoryLocks}. */
-export type VerbName = keyof (AdvisoryLocks<unknown> & SessionAdvisoryLocks);
-
-/**
- * The names users call the verbs by, where an adapter's idiom renames them (Prisma's `$withLock`,
- * Drizzle's `migrateWithLock` over `withSessionLock`): every message names the function called.
- */
-export type VerbNames = Readonly<Partial<Record<VerbName, string>>>;
+export type {
+  AdvisoryLocks,
+  AdvisoryLocksOptions,
+  LockFunctions,
+  SessionAdvisoryLocks,
+  VerbName,
+  VerbNames,
+} from './verbs.ts';
 
 /**
  * Builds every verb of an adapter from its {@link LockPort}, bound to `db` and `defaults`. Defaults
@@ -297,5 +202,43 @@ export function lockVerbs<Db, Tx, InTx = Tx, S extends TransactionSettings = Tra
       made.set(db as object, locks);
     }
     return locks;
+  };
+}
+
+/**
+ * Builds {@link LockFunctions} over a port: each call runs the verb of the handle's factory
+ * ({@link lockVerbs}: made once per handle, without defaults). `lock(tx)` and `tryLock(tx)` use the
+ * transaction's own, as the handle core asks the port about.
+ *
+ * @example
+ * ```ts
+ * import { lockFunctions } from '@pglock/core/adapter';
+ *
+ * const functions = lockFunctions<MyDb, MyTx>(myPort);
+ * export const lock = functions.lock; // (tx: MyTx, target, options?) => Promise<void>
+ * ```
+ */
+export function lockFunctions<
+  Db,
+  Tx,
+  InTx = Tx,
+  S extends TransactionSettings = TransactionSettings,
+  Root = Db,
+>(port: LockPort<Db, Tx>): LockFunctions<Db, Tx, InTx, S, Root> {
+  const verbs = lockVerbs<Db, Tx, InTx, S>(port);
+  // A transaction or a session handle is a handle of the port's too: the casts only widen.
+  const of = (handle: InTx | Root) => verbs(handle as unknown as Db);
+  return {
+    withLock: (db, target, fn, options) => verbs(db).withLock(target, fn, options),
+    tryWithLock: (db, target, fn, options) => verbs(db).tryWithLock(target, fn, options),
+    lock: (tx, target, options) => of(tx).lock(tx, target, options),
+    tryLock: (tx, target, options) => of(tx).tryLock(tx, target, options),
+    isLocked: (db, key, options) => verbs(db).isLocked(key, options),
+    inspectLocks: (db) => verbs(db).inspectLocks(),
+    runOnce: (db, name, options, fn) => verbs(db).runOnce(name, options, fn),
+    acquireSessionLock: (db, target, options) => of(db).acquireSessionLock(target, options),
+    tryAcquireSessionLock: (db, target, options) => of(db).tryAcquireSessionLock(target, options),
+    withSessionLock: (db, target, fn, options) => of(db).withSessionLock(target, fn, options),
+    leader: (db, name, options) => of(db).leader(name, options),
   };
 }

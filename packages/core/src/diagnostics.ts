@@ -114,7 +114,8 @@ export function startTrace(request: LockRequest, scope: LockScope): Trace {
  *
  * @example
  * ```ts
- * import { LockTrace, lockRequest } from '@pglock/core/adapter';
+ * import { lockRequest } from '@pglock/core/internal';
+ * import { LockTrace } from './diagnostics.ts';
  *
  * const trace = new LockTrace(lockRequest('leader'), 'session');
  * trace.released();

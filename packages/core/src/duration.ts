@@ -14,7 +14,7 @@ const FORM = /^(\d{1,10})(ms|s|m|h|d)$/;
  *
  * @example
  * ```ts
- * import { parseDuration } from '@pglock/core/adapter';
+ * import { parseDuration } from './duration.ts';
  *
  * parseDuration('15m', 'per', 'runOnce'); // 900000
  * parseDuration(1_000, 'per', 'runOnce'); // 1000

@@ -68,7 +68,7 @@ export class AdvisoryLockError extends Error {
   }
 }
 
-function isCode<C extends AdvisoryLockErrorCode>(value: unknown, code: C): boolean {
+export function isCode<C extends AdvisoryLockErrorCode>(value: unknown, code: C): boolean {
   return AdvisoryLockError.is(value) && value.code === code;
 }
 
@@ -320,78 +320,5 @@ export class TransactionRolledBackError extends AdvisoryLockError {
 
   static override is(value: unknown): value is TransactionRolledBackError {
     return isCode(value, 'TRANSACTION_ROLLED_BACK');
-  }
-}
-
-/**
- * The table behind `runOnce` and `leader` (`pglock_jobs`) does not exist, or lacks a column this
- * version needs (it was created by an older pglock). `ddl` is the statement that fixes it: the
- * `CREATE TABLE` for a missing table, the `ALTER TABLE … ADD COLUMN` for a missing column. `pglock
- * schema` prints both, and the docs give them as a Prisma, Drizzle and Kysely migration.
- *
- * @example
- * ```ts
- * import { LockTableMissingError } from '@pglock/core';
- *
- * await locks.runOnce('nightly', { per: '1d' }, run).catch((error) => {
- *   if (LockTableMissingError.is(error)) console.error(error.column ?? 'no table', error.ddl);
- *   throw error;
- * });
- * ```
- */
-export class LockTableMissingError extends AdvisoryLockError {
-  /** The statement that creates the missing table, or adds the missing column. */
-  readonly ddl: string;
-  /** The missing column when the table exists without it; `undefined` when the table is missing. */
-  readonly column: string | undefined;
-
-  constructor(
-    message: string,
-    options: AdvisoryLockErrorOptions & { readonly ddl: string; readonly column?: string | undefined },
-  ) {
-    super('LOCK_TABLE_MISSING', message, options);
-    this.ddl = options.ddl;
-    this.column = options.column;
-  }
-
-  static override is(value: unknown): value is LockTableMissingError {
-    return isCode(value, 'LOCK_TABLE_MISSING');
-  }
-}
-
-/**
- * A `runOnce` call's `per` differs from the schedule its job's row records: one name is one
- * schedule, because the row says which period ran last, and a period of another length would read
- * it wrong (after a `per: 1000` run, a `per: '1d'` caller would answer `'done'` for a day it never
- * ran). Nothing ran and nothing was written. Give the new schedule a new name, or reset the row
- * (the message has the SQL; docs/scheduling.md, "Changing `per`").
- *
- * @example
- * ```ts
- * import { ScheduleMismatchError } from '@pglock/core';
- *
- * await locks.runOnce('digest', { per: '1d' }, send).catch((error) => {
- *   if (ScheduleMismatchError.is(error)) console.error(`recorded per ${error.storedPerMs} ms, asked ${error.perMs} ms`);
- *   throw error;
- * });
- * ```
- */
-export class ScheduleMismatchError extends AdvisoryLockError {
-  /** The call's `per`, in milliseconds. */
-  readonly perMs: number;
-  /** The `per` the job's row records (the schedule its earlier runs used), in milliseconds. */
-  readonly storedPerMs: number;
-
-  constructor(
-    message: string,
-    options: AdvisoryLockErrorOptions & { readonly perMs: number; readonly storedPerMs: number },
-  ) {
-    super('SCHEDULE_MISMATCH', message, options);
-    this.perMs = options.perMs;
-    this.storedPerMs = options.storedPerMs;
-  }
-
-  static override is(value: unknown): value is ScheduleMismatchError {
-    return isCode(value, 'SCHEDULE_MISMATCH');
   }
 }

@@ -33,12 +33,11 @@ export {
   LockLostError,
   LockNotAcquiredError,
   LockQueryError,
-  LockTableMissingError,
   LockUsageError,
-  ScheduleMismatchError,
   TransactionRolledBackError,
 } from './errors.ts';
 export type { AdvisoryLockInfo } from './inspect-locks.ts';
+export { LockTableMissingError, ScheduleMismatchError } from './job-errors.ts';
 export { JOBS_TABLE, JOBS_TABLE_DDL, JOBS_TABLE_UPGRADE_DDL } from './jobs-table.ts';
 export type { Election, LeaderCampaign, LeaderOptions } from './leader.ts';
 export {

@@ -64,7 +64,7 @@ export const inspectLocksStatement: Statement = statementText(
  *
  * @example
  * ```ts
- * import { inspectLocks } from '@pglock/core/adapter';
+ * import { inspectLocks } from './inspect-locks.ts';
  *
  * for (const lock of await inspectLocks((s) => port.query(db, s))) {
  *   console.log(lock.key, lock.granted ? 'held by' : 'waited for by', lock.pid);
@@ -106,7 +106,7 @@ const isLockedText =
  *
  * @example
  * ```ts
- * import { isLocked } from '@pglock/core/adapter';
+ * import { isLocked } from './inspect-locks.ts';
  * import { lockKey } from '@pglock/core';
  *
  * if (await isLocked((s) => port.query(db, s), lockKey('nightly'))) console.log('the nightly job is running');
@@ -124,7 +124,7 @@ export async function isLocked(query: QueryRunner, key: LockKey): Promise<boolea
  * @example
  * ```ts
  * import { lockKey } from '@pglock/core';
- * import { lockTag } from '@pglock/core/adapter';
+ * import { lockTag } from '@pglock/core/internal';
  *
  * lockTag(lockKey({ pair: [1, -1] })); // { classid: 1, objid: 4294967295, objsubid: 2 }
  * ```

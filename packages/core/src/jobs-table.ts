@@ -1,4 +1,5 @@
-import { AdvisoryLockError, LockTableMissingError } from './errors.ts';
+import { AdvisoryLockError } from './errors.ts';
+import { LockTableMissingError } from './job-errors.ts';
 import type { BigintLockKey } from './lock-key.ts';
 import { queryFailed } from './messages.ts';
 import { SqlState, sqlStateOf } from './sql-state.ts';

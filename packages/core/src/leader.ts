@@ -9,7 +9,8 @@ import { contextFor, runInContext, runningIn } from './nesting.ts';
 import { checkOptionKeys, LEADER_OPTION_KEYS } from './option-keys.ts';
 import { cell } from './row-cell.ts';
 import { jobKey } from './run-once.ts';
-import { type SessionLock, type SessionScope, sessionContext, takeSessionLock } from './session-lock.ts';
+import { sessionContext } from './session-held.ts';
+import { type SessionLock, type SessionScope, takeSessionLock } from './session-lock.ts';
 
 /** What `onElected` gets: the term it leads, and the signal that ends it. */
 export interface Election {

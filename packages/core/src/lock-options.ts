@@ -62,7 +62,7 @@ const plainRequests = new WeakMap<LockKey, LockRequest>();
  *
  * @example
  * ```ts
- * import { lockRequest } from '@pglock/core/adapter';
+ * import { lockRequest } from '@pglock/core/internal';
  *
  * const request = lockRequest(['account:2', 'account:1'], { timeoutMs: 500 });
  * request.keys.length; // 2, in canonical order
@@ -141,7 +141,7 @@ export function lockRequest(
  *
  * @example
  * ```ts
- * import { checkDuration } from '@pglock/core/adapter';
+ * import { checkDuration } from '@pglock/core/internal';
  *
  * checkDuration(1_000, 'heartbeatMs', 'acquireSessionLock', 10);
  * ```

@@ -1,7 +1,16 @@
 import type { Statement } from './statement.ts';
 import type { CheckedTransactionSettings, TransactionSettingName } from './transaction-settings.ts';
 
-/** A result row as a plain object, column name → value. */
+/**
+ * A result row as a plain object, column name → value.
+ *
+ * @example
+ * ```ts
+ * import type { Row } from '@pglock/core/adapter';
+ *
+ * const rows: readonly Row[] = (await client.query('SELECT 1 AS one')).rows;
+ * ```
+ */
 export type Row = Readonly<Record<string, unknown>>;
 
 /**
@@ -28,7 +37,7 @@ export interface PortConnection {
   transactionStatus?(): 'idle' | 'transaction' | 'failed' | undefined;
   /**
    * Interrupts this connection's running statement without borrowing a pooled connection: the
-   * protocol CancelRequest, on a socket of its own ({@link sendCancelRequest}). Without it, core runs
+   * protocol CancelRequest, on a socket of its own (`sendCancelRequest` (the node-postgres room)). Without it, core runs
    * a guarded `pg_cancel_backend` on a {@link LockPort.controlConnection}.
    */
   cancel?(): Promise<void>;
@@ -39,7 +48,19 @@ export interface PortConnection {
   readonly reportsFailedCommit?: boolean | undefined;
 }
 
-/** A connection for one or two statements beside the one that waits (a cancel, a pooler probe). */
+/**
+ * A connection for one or two statements beside the one that waits (a cancel, a pooler probe).
+ *
+ * @example
+ * ```ts
+ * import type { ControlConnection } from '@pglock/core/adapter';
+ *
+ * const control: ControlConnection = {
+ *   query: async (s) => (await client.query(s.text, [...s.values])).rows,
+ *   release: () => client.end(),
+ * };
+ * ```
+ */
 export interface ControlConnection {
   query(statement: Statement): Promise<readonly Row[]>;
   /** Gives it back (to its pool) or closes it. */
@@ -82,7 +103,17 @@ export interface PinnedConnection extends PortConnection {
   release(state: 'clean' | 'unknown' | 'dead', cause?: Error): void | Promise<void>;
 }
 
-/** What a transaction core asks for: settings core validated, and the lock wait to allow for. */
+/**
+ * What a transaction core asks for: settings core validated, and the lock wait to allow for.
+ *
+ * @example
+ * ```ts
+ * import type { LockPort, TransactionRequest } from '@pglock/core/adapter';
+ *
+ * const transaction: LockPort<MyDb, MyTx>['transaction'] = (db, request: TransactionRequest, body) =>
+ *   db.transaction((tx) => body(tx, connectionFor(tx)), { isolationLevel: request.settings.isolationLevel });
+ * ```
+ */
 export interface TransactionRequest {
   readonly settings: CheckedTransactionSettings;
   /**
@@ -92,7 +123,17 @@ export interface TransactionRequest {
   readonly waitMs: number | undefined;
 }
 
-/** How a port can interrupt a waiting statement. */
+/**
+ * How a port can interrupt a waiting statement.
+ *
+ * @example
+ * ```ts
+ * import type { Cancellation } from '@pglock/core/adapter';
+ *
+ * // node-postgres sends a protocol CancelRequest for the waiting connection itself.
+ * const cancellation = (): Cancellation => 'connection';
+ * ```
+ */
 export type Cancellation = 'connection' | 'control' | 'none';
 
 /**

@@ -179,7 +179,7 @@ export interface LockStatements {
  *
  * @example
  * ```ts
- * import { lockRequest, lockStatements } from '@pglock/core/adapter';
+ * import { lockRequest, lockStatements } from '@pglock/core/internal';
  *
  * const [wait] = lockStatements(lockRequest('job').keys, 'transaction', false, 'wait');
  * ```
@@ -216,7 +216,8 @@ export function waitStatement(keys: readonly LockKey[], scope: LockScope, shared
  *
  * @example
  * ```ts
- * import { lockRequest, tryStatement } from '@pglock/core/adapter';
+ * import { lockRequest } from '@pglock/core/internal';
+ * import { tryStatement } from './lock-statements.ts';
  *
  * const key = lockRequest('job').keys[0]!;
  * const statement = tryStatement(key, 'transaction', false);
@@ -234,7 +235,7 @@ export function tryStatement(key: LockKey, scope: LockScope, shared: boolean): S
  *
  * @example
  * ```ts
- * import { lockRequest, timedLockStatement } from '@pglock/core/adapter';
+ * import { lockRequest, timedLockStatement } from '@pglock/core/internal';
  *
  * const key = lockRequest('job').keys;
  * const statement = timedLockStatement(key, 'transaction', false, 1_000);
@@ -272,7 +273,7 @@ export function keysBySpace(keys: readonly LockKey[]): readonly (readonly LockKe
  *
  * @example
  * ```ts
- * import { lockRequest, sessionUnlockStatements } from '@pglock/core/adapter';
+ * import { lockRequest, sessionUnlockStatements } from '@pglock/core/internal';
  *
  * const [unlock] = sessionUnlockStatements(lockRequest('leader').keys, false);
  * ```
@@ -286,7 +287,8 @@ export function sessionUnlockStatements(keys: readonly LockKey[], shared: boolea
  *
  * @example
  * ```ts
- * import { lockRequest, releaseStatements } from '@pglock/core/adapter';
+ * import { lockRequest } from '@pglock/core/internal';
+ * import { releaseStatements } from './lock-statements.ts';
  *
  * const [release] = releaseStatements(lockRequest('leader').keys, false);
  * ```

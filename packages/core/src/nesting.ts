@@ -117,6 +117,14 @@ export function currentContext(): LockContext | undefined {
 }
 
 /**
+ * The connection of the lock callback running now, or `undefined` outside every callback: what an
+ * adapter's hook scopes its notes by (Prisma's failure watch) without a context store of its own.
+ */
+export function currentLockConnection(): PortConnection | undefined {
+  return state.storage.getStore()?.connection;
+}
+
+/**
  * The running context that `handle` belongs to: its root database, or its transaction. `from`: the
  * current context when the caller has read it already (one store lookup per lock call, not one per walk).
  */

@@ -61,7 +61,8 @@ export interface OptionKeysContext {
  *
  * @example
  * ```ts
- * import { checkOptionKeys, WITH_LOCK_OPTION_KEYS } from '@pglock/core/adapter';
+ * import { checkOptionKeys } from '@pglock/core/internal';
+ * import { WITH_LOCK_OPTION_KEYS } from './option-keys.ts';
  *
  * checkOptionKeys({ timeoutMs: 500 }, WITH_LOCK_OPTION_KEYS, 'withLock'); // passes
  * checkOptionKeys({ isolationLevel: 'serializable' }, WITH_LOCK_OPTION_KEYS, 'withLock');

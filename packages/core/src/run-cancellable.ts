@@ -76,7 +76,7 @@ export async function runCancellable(
  *
  * @example
  * ```ts
- * import { within } from '@pglock/core/adapter';
+ * import { within } from './run-cancellable.ts';
  *
  * await within(pool.connect(), 2_000, 'no free connection');
  * ```

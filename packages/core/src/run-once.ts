@@ -1,6 +1,7 @@
 import type { DurationString } from './duration.ts';
 import { parseDuration } from './duration.ts';
-import { InvalidLockKeyError, InvalidLockOptionsError, ScheduleMismatchError } from './errors.ts';
+import { InvalidLockKeyError, InvalidLockOptionsError } from './errors.ts';
+import { ScheduleMismatchError } from './job-errors.ts';
 import { claimStatement, JOBS_TABLE, jobsTableError, periodStatement } from './jobs-table.ts';
 import { type BigintLockKey, formatLockKey, lockKey } from './lock-key.ts';
 import type { Row } from './lock-port.ts';

@@ -28,7 +28,7 @@ export interface StartBound {
  *
  * @example
  * ```ts
- * import { startBound } from '@pglock/core/adapter';
+ * import { startBound } from './start-bound.ts';
  *
  * const bound = startBound(performance.now() + 500, undefined, () => new Error('late'), () => new Error('aborted'));
  * const value = await bound?.wait(

@@ -4,6 +4,13 @@
  * parameters, like a template literal's strings (Drizzle's and Kysely's `sql` builders). Every value
  * is a string that the SQL casts, so no driver has to guess a type (and bigints never pass through a
  * JS number).
+ *
+ * @example
+ * ```ts
+ * import type { Statement } from '@pglock/core/adapter';
+ *
+ * const run = (statement: Statement) => pool.query(statement.text, [...statement.values]);
+ * ```
  */
 export interface Statement {
   readonly text: string;
@@ -14,6 +21,14 @@ export interface Statement {
 /**
  * A statement text parsed once; {@link StatementText.bind} makes a {@link Statement} per call
  * without splitting the text again.
+ *
+ * @example
+ * ```ts
+ * import type { Statement, StatementText } from '@pglock/core/adapter';
+ *
+ * declare const text: StatementText; // parsed once, in core
+ * const statement: Statement = text.bind(['42']);
+ * ```
  */
 export interface StatementText {
   readonly text: string;
@@ -28,7 +43,7 @@ export interface StatementText {
  *
  * @example
  * ```ts
- * import { statementText } from '@pglock/core/adapter';
+ * import { statementText } from './statement.ts';
  *
  * const tryLock = statementText('SELECT pg_try_advisory_lock($1::text::bigint) AS ok');
  * tryLock.bind(['42']).fragments; // ['SELECT pg_try_advisory_lock(', '::text::bigint) AS ok']
@@ -58,7 +73,7 @@ export function statementText(text: string): StatementText {
  *
  * @example
  * ```ts
- * import { statement } from '@pglock/core/adapter';
+ * import { statement } from './statement.ts';
  *
  * const s = statement('SELECT pg_try_advisory_lock($1::text::bigint) AS ok', ['42']);
  * s.fragments; // ['SELECT pg_try_advisory_lock(', '::text::bigint) AS ok']

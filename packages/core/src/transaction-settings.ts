@@ -28,7 +28,16 @@ export interface TransactionSettings {
   readonly maxWait?: number | undefined;
 }
 
-/** The settings after validation: isolation level in PostgreSQL's words, nothing unknown. */
+/**
+ * The settings after validation: isolation level in PostgreSQL's words, nothing unknown.
+ *
+ * @example
+ * ```ts
+ * import { beginText, type CheckedTransactionSettings } from '@pglock/core/adapter';
+ *
+ * const begin = (settings: CheckedTransactionSettings) => client.query(beginText(settings));
+ * ```
+ */
 export interface CheckedTransactionSettings {
   readonly isolationLevel: IsolationLevel | undefined;
   readonly accessMode: 'read only' | 'read write' | undefined;
@@ -37,7 +46,17 @@ export interface CheckedTransactionSettings {
   readonly maxWait: number | undefined;
 }
 
-/** A setting name of {@link TransactionSettings}. */
+/**
+ * A setting name of {@link TransactionSettings}.
+ *
+ * @example
+ * ```ts
+ * import type { TransactionSettingName } from '@pglock/core/adapter';
+ *
+ * // What the ORM's transaction API can honour; core refuses the others before any SQL.
+ * const transactionSettings: readonly TransactionSettingName[] = ['isolationLevel', 'accessMode'];
+ * ```
+ */
 export type TransactionSettingName = keyof TransactionSettings;
 
 const ISOLATION: Record<string, IsolationLevel> = {
@@ -69,7 +88,7 @@ export const NO_TRANSACTION_SETTINGS: CheckedTransactionSettings = Object.freeze
  *
  * @example
  * ```ts
- * import { checkTransactionSettings } from '@pglock/core/adapter';
+ * import { checkTransactionSettings } from './transaction-settings.ts';
  *
  * checkTransactionSettings({ isolationLevel: 'Serializable' }, ['isolationLevel'], 'withLock').isolationLevel; // 'serializable'
  * ```
@@ -127,23 +146,6 @@ export function checkTransactionSettings(
   return Object.freeze({ isolationLevel: level, accessMode, deferrable, timeout, maxWait });
 }
 
-/**
- * Prisma's name of a checked isolation level (`'read committed'` → `'ReadCommitted'`), for an ORM
- * that takes those names.
- *
- * @example
- * ```ts
- * import { prismaIsolationLevel } from '@pglock/core/adapter';
- *
- * prismaIsolationLevel('repeatable read'); // 'RepeatableRead'
- * ```
- */
-export function prismaIsolationLevel(level: IsolationLevel): PrismaIsolationLevel {
-  return Object.keys(ISOLATION).find(
-    (name) => name !== level && ISOLATION[name] === level,
-  ) as PrismaIsolationLevel;
-}
-
 const beginTexts = new Map<string, string>();
 
 /**
@@ -152,7 +154,8 @@ const beginTexts = new Map<string, string>();
  *
  * @example
  * ```ts
- * import { beginText, checkTransactionSettings } from '@pglock/core/adapter';
+ * import { beginText } from '@pglock/core/adapter';
+ * import { checkTransactionSettings } from './transaction-settings.ts';
  *
  * beginText(checkTransactionSettings({ isolationLevel: 'serializable' }, ['isolationLevel'], 'withLock'));
  * // 'BEGIN ISOLATION LEVEL SERIALIZABLE'

@@ -2,22 +2,18 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 // The `databaseUrl` the vitest global setup provides (declared in the test-kit, shared by all packages).
 import type {} from '../../test-kit/src/provided-context.ts';
+import { createAdvisoryLocks } from '../src/create-advisory-locks.ts';
 import {
-  checkTransactionSettings,
-  createAdvisoryLocks,
-  failureWatch,
-  type LockPort,
   nodePostgresTransaction,
   openNodePostgresClient,
-  type PortConnection,
   pinNodePostgresClient,
-  prismaIsolationLevel,
   queryNodePostgres,
-  refusedCommitError,
-  statement,
-} from '../src/adapter.ts';
+} from '../src/drivers/node-postgres.ts';
+import { refusedCommitError } from '../src/drivers/postgres-js.ts';
 import { InvalidLockOptionsError, TransactionRolledBackError } from '../src/index.ts';
-import { runInContext } from '../src/nesting.ts';
+import type { LockPort } from '../src/lock-port.ts';
+import { statement } from '../src/statement.ts';
+import { checkTransactionSettings } from '../src/transaction-settings.ts';
 
 const NO_SETTINGS = checkTransactionSettings(undefined, [], 'withLock');
 
@@ -65,11 +61,6 @@ describe('adapter helpers', () => {
     expect((error as Error).message).toBe('$withLock: the callback must be a function.');
   });
 
-  it('prismaIsolationLevel gives Prisma’s names', () => {
-    expect(prismaIsolationLevel('read committed')).toBe('ReadCommitted');
-    expect(prismaIsolationLevel('serializable')).toBe('Serializable');
-  });
-
   it('refusedCommitError: 25P02 always; other SQL errors only where the driver rethrows them', () => {
     const failed = Object.assign(new Error('aborted'), { code: '25P02' });
     const statementError = Object.assign(new Error('division by zero'), { code: '22012' });
@@ -79,58 +70,5 @@ describe('adapter helpers', () => {
     expect(refusedCommitError(statementError, false, 'withLock')).toBeUndefined();
     expect(TransactionRolledBackError.is(refusedCommitError(statementError, true, 'withLock'))).toBe(true);
     expect(refusedCommitError(new Error('socket closed'), true, 'withLock')).toBeUndefined();
-  });
-
-  it('failureWatch: a failure in a callback makes its status unknown, not another callback’s', async () => {
-    const failures = failureWatch();
-    const query = async () => [];
-    // As core runs them: the port's body gets the watched connection, and core runs the callback in
-    // a lock context on it (the watch is scoped by that context).
-    const callback = (connection: PortConnection, fn: () => Promise<unknown>) =>
-      runInContext(
-        {
-          root: {},
-          tx: {},
-          connection,
-          depth: 1,
-          parent: undefined,
-          nested: undefined,
-          open: true,
-          activity: 0,
-          lost: undefined,
-          request: undefined,
-          verb: undefined,
-        },
-        fn,
-        undefined,
-      );
-    const statuses = await Promise.all([
-      failures.run({ query }, async (connection) => {
-        await callback(connection, () =>
-          failures.observe(() => Promise.reject(new Error('failed'))).catch(() => undefined),
-        );
-        return connection.transactionStatus?.();
-      }),
-      failures.run({ query }, async (connection) => {
-        await callback(connection, async () => undefined);
-        return connection.transactionStatus?.();
-      }),
-    ]);
-    expect(statuses).toEqual([undefined, 'transaction']);
-  });
-
-  it('failureWatch: a failure outside every callback makes each running one unknown, unless it was pglock’s own statement', async () => {
-    const failures = failureWatch();
-    const refused = new Error('lock timeout');
-    const own = { query: () => failures.observe(() => Promise.reject(refused)) as Promise<never> };
-    const outside = () => failures.observe(() => Promise.reject(new Error('failed'))).catch(() => undefined);
-    const status = await failures.run({ query: async () => [] }, async (connection) => {
-      // pglock's own statement through the watched connection of another call: taken back.
-      await failures.run(own, (watched) => watched.query(statement('SELECT 1'))).catch(() => undefined);
-      const before = connection.transactionStatus?.();
-      await outside();
-      return [before, connection.transactionStatus?.()];
-    });
-    expect(status).toEqual(['transaction', undefined]);
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { backendAliveStatement, unlockAllStatement } from '../src/adapter.ts';
+import { backendAliveStatement, unlockAllStatement } from '../src/backend-statements.ts';
 
 describe('backend statements', () => {
   it('unlockAllStatement clears every session lock of the connection, with no parameters', () => {

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { MAX_DURATION_MS, parseDuration } from '../src/adapter.ts';
+import { parseDuration } from '../src/duration.ts';
 import { AdvisoryLockError, InvalidLockOptionsError } from '../src/index.ts';
+import { MAX_DURATION_MS } from '../src/lock-options.ts';
 
 /** The error `parseDuration` throws for `value`, checked to be the typed one. */
 function refusal(value: unknown, min?: number): InvalidLockOptionsError {

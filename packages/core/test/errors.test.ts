@@ -2,7 +2,6 @@ import pg from 'pg';
 import { describe, expect, inject, it } from 'vitest';
 // The `databaseUrl` the vitest global setup provides (declared in the test-kit, shared by all packages).
 import type {} from '../../test-kit/src/provided-context.ts';
-import { SqlState, sqlStateOf } from '../src/adapter.ts';
 import {
   AdvisoryLockError,
   LockAbortedError,
@@ -11,6 +10,7 @@ import {
   lockKey,
   ScheduleMismatchError,
 } from '../src/index.ts';
+import { SqlState, sqlStateOf } from '../src/sql-state.ts';
 
 describe('errors', () => {
   it('is() recognises errors from another copy of the package, where instanceof fails', async () => {
@@ -37,8 +37,8 @@ describe('errors', () => {
   });
 
   it('ScheduleMismatchError carries both schedules, and is() knows it from another copy', async () => {
-    const otherCopy = '../src/errors.ts?schedule-copy';
-    const copy = (await import(/* @vite-ignore */ otherCopy)) as typeof import('../src/errors.ts');
+    const otherCopy = '../src/job-errors.ts?schedule-copy';
+    const copy = (await import(/* @vite-ignore */ otherCopy)) as typeof import('../src/job-errors.ts');
     const foreign = new copy.ScheduleMismatchError('per', {
       keys: [lockKey('job')],
       perMs: 1_000,

@@ -3,8 +3,8 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import vectorsFile from '../../../docs/key-vectors.json' with { type: 'json' };
 // The `databaseUrl` the vitest global setup provides (declared in the test-kit, shared by all packages).
 import type {} from '../../test-kit/src/provided-context.ts';
-import { lockTag } from '../src/adapter.ts';
 import { deriveKey, lockKey } from '../src/index.ts';
+import { lockTag } from '../src/inspect-locks.ts';
 
 interface Vector {
   name: string;

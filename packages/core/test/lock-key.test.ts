@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { lockRequest } from '../src/adapter.ts';
 import { compareLockKeys, InvalidLockKeyError, isLockKey, lockKey } from '../src/index.ts';
+import { lockRequest } from '../src/lock-options.ts';
 
 describe('lockKey', () => {
   it('keeps the form and freezes the key', () => {

@@ -1,7 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { checkDuration, type LockRequest, lockRequest, MAX_DURATION_MS } from '../src/adapter.ts';
 import { InvalidLockKeyError, InvalidLockOptionsError, type LockOptions, lockKey } from '../src/index.ts';
-import { DEFAULT_MAX_KEYS } from '../src/lock-options.ts';
+import {
+  checkDuration,
+  DEFAULT_MAX_KEYS,
+  type LockRequest,
+  lockRequest,
+  MAX_DURATION_MS,
+} from '../src/lock-options.ts';
 
 /** The error `fn` throws, checked to be InvalidLockOptionsError. */
 function optionsError(fn: () => unknown): InvalidLockOptionsError {

@@ -1,5 +1,4 @@
 import { describe, expect, it } from 'vitest';
-import { type Statement, statementText } from '../src/adapter.ts';
 import { type LockKey, lockKey } from '../src/index.ts';
 import {
   backendPidStatement,
@@ -12,6 +11,7 @@ import {
   tryStatement,
   waitStatement,
 } from '../src/lock-statements.ts';
+import { type Statement, statementText } from '../src/statement.ts';
 
 const big = (...values: bigint[]): LockKey[] => values.map((value) => lockKey(value));
 const pairs = (...values: [number, number][]): LockKey[] => values.map((pair) => lockKey({ pair }));

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import type { PortConnection } from '../src/adapter.ts';
 import { lockKey } from '../src/index.ts';
+import type { PortConnection } from '../src/lock-port.ts';
 import {
   contextFor,
   contextOfTransaction,

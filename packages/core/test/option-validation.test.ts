@@ -1,15 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import {
-  checkOptionKeys,
   createAdvisoryLocks,
   type LockFunctions,
-  type LockPort,
   lockFunctions,
   lockVerbs,
-  type PortConnection,
-  WITH_LOCK_OPTION_KEYS,
-} from '../src/adapter.ts';
+} from '../src/create-advisory-locks.ts';
 import { InvalidLockKeyError, InvalidLockOptionsError } from '../src/index.ts';
+import type { LockPort, PortConnection } from '../src/lock-port.ts';
+import { checkOptionKeys, WITH_LOCK_OPTION_KEYS } from '../src/option-keys.ts';
 
 // No database here: a port that records every call it gets. Bad input must be refused before core
 // asks the port for anything (no SQL, no connection, no transaction), and each verb that resolves a

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { SqlState, sqlStateOf } from '../src/adapter.ts';
+import { SqlState, sqlStateOf } from '../src/sql-state.ts';
 
 /** An error as a driver makes it: a message and extra fields. */
 const driverError = (fields: object, message = 'failed') => Object.assign(new Error(message), fields);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { statement, statementText } from '../src/adapter.ts';
+import { statement, statementText } from '../src/statement.ts';
 
 describe('statementText', () => {
   it('splits the text around its placeholders, once, into frozen fragments', () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { commitStatement, rollbackStatement } from '../src/adapter.ts';
+import { commitStatement, rollbackStatement } from '../src/transaction-statements.ts';
 
 describe('transaction statements', () => {
   it('COMMIT and ROLLBACK are plain texts without parameters', () => {

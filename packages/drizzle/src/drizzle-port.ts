@@ -4,15 +4,20 @@ import {
   claimNodePostgresClient,
   guardNodePostgresClient,
   isNodePostgresPool,
+  type NodePostgresPool,
+  type NodePostgresStandaloneClient,
   nodePostgresConnection,
   openNodePostgresClient,
-  openPostgresJs,
   pinNodePostgresClient,
   pinOwnConnection,
-  postgresJsConnection,
   queryNodePostgres,
+} from '@pglock/core/drivers/node-postgres';
+import {
+  openPostgresJs,
+  type PostgresJsSql,
+  postgresJsConnection,
   refusedCommitError,
-} from '@pglock/core/adapter';
+} from '@pglock/core/drivers/postgres-js';
 import type { DrizzleDatabaseLike } from './drizzle-types.ts';
 
 /** Drizzle's session class of each driver pglock runs its statements on directly, below Drizzle. */
@@ -24,9 +29,7 @@ type Listener = (error?: Error) => void;
  * its transaction), a postgres.js `sql` (or its `begin` scope), typed by those members alone (core's
  * slices of node-postgres and postgres.js, and what opens a connection of its own).
  */
-type Client = port.NodePostgresPool &
-  port.NodePostgresStandaloneClient &
-  port.PostgresJsSql & { readonly options: object };
+type Client = NodePostgresPool & NodePostgresStandaloneClient & PostgresJsSql & { readonly options: object };
 
 /** The driver client behind a Drizzle database or transaction, and whether it is a transaction. */
 export type DrizzleHandle = { readonly driver: Driver; readonly client: Client; readonly tx: boolean };

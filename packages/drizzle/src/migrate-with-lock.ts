@@ -1,5 +1,6 @@
 import { type BigintLockKey, InvalidLockOptionsError, LockUsageError, lockKey } from '@pglock/core';
-import { checkOptionKeys, lockRequest, lockVerbs } from '@pglock/core/adapter';
+import { lockVerbs } from '@pglock/core/adapter';
+import { checkOptionKeys, lockRequest } from '@pglock/core/internal';
 import { drizzleHandle, drizzlePort, ownClient } from './drizzle-port.ts';
 import type { DrizzleRootDatabase } from './drizzle-types.ts';
 

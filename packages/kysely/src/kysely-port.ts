@@ -1,12 +1,5 @@
-import {
-  type LentConnection,
-  type LockPort,
-  lentControl,
-  lentPin,
-  type PortConnection,
-  type Row,
-  type Statement,
-} from '@pglock/core/adapter';
+import type { LockPort, PortConnection, Row, Statement } from '@pglock/core/adapter';
+import { type LentConnection, lentControl, lentPin } from '@pglock/core/drivers/postgres-js';
 import type {
   KyselyPlugin,
   PluginTransformQueryArgs,

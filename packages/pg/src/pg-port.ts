@@ -7,7 +7,7 @@ import {
   openNodePostgresClient,
   pinNodePostgresClient,
   queryNodePostgres,
-} from '@pglock/core/adapter';
+} from '@pglock/core/drivers/node-postgres';
 import type { PgClientLike, PgQueryable } from './pg-types.ts';
 
 /**

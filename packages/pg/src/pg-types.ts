@@ -3,7 +3,7 @@ import type {
   NodePostgresPool,
   NodePostgresPoolClient,
   NodePostgresStandaloneClient,
-} from '@pglock/core/adapter';
+} from '@pglock/core/drivers/node-postgres';
 
 // The slice of node-postgres that this adapter calls is core's (shared with Drizzle's node-postgres
 // driver and Prisma's adapter-pg), typed by those members alone (as Kysely's `PostgresPool` is) so

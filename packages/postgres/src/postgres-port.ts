@@ -1,12 +1,13 @@
 import { LockUsageError } from '@pglock/core';
 import type * as port from '@pglock/core/adapter';
+import { beginText } from '@pglock/core/adapter';
 import {
-  beginText,
   openPostgresJs,
+  type PostgresJsSql,
   pinOwnConnection,
   postgresJsConnection,
   refusedCommitError,
-} from '@pglock/core/adapter';
+} from '@pglock/core/drivers/postgres-js';
 import type {
   PostgresQueryable,
   PostgresSqlLike,
@@ -16,7 +17,7 @@ import type {
 
 // Core's slice of postgres.js reads what a query carries (its pid, its canceller) and passes its
 // values as a readonly array, which postgres.js's `unsafe` takes (and never changes) as a mutable one.
-const driver = (sql: PostgresUnsafe) => sql as unknown as port.PostgresJsSql;
+const driver = (sql: PostgresUnsafe) => sql as unknown as PostgresJsSql;
 const run = (sql: PostgresUnsafe, s: port.Statement) => driver(sql).unsafe(s.text, s.values);
 
 const isTransaction = (handle: unknown): handle is PostgresTransactionLike =>

@@ -1,5 +1,5 @@
-import { type LockOptions, type LockTarget, LockUsageError } from '@pglock/core';
-import { batchLockRequest, type LockRequest, MAX_DURATION_MS, sendBatchLock } from '@pglock/core/adapter';
+import { InvalidLockOptionsError, type LockOptions, type LockTarget, LockUsageError } from '@pglock/core';
+import { type LockRequest, lockRequest, MAX_DURATION_MS, sendBatchLock } from '@pglock/core/internal';
 import type { PrismaPromise } from '@prisma/client/runtime/client';
 import { IN_TRANSACTION_WAIT_MS, isTransactionClient } from './prisma-port.ts';
 import type { PrismaRawQueryable } from './prisma-types.ts';
@@ -98,4 +98,42 @@ function refusedElement(error: unknown): PrismaPromise<undefined> {
     [Symbol.toStringTag]: 'PrismaPromise',
   };
   return element;
+}
+
+/**
+ * The request of a lock sent as one statement of a batch transaction: `options` over the factory's
+ * `defaults` (their transaction settings do not apply), waiting `defaultTimeoutMs` when neither sets
+ * `timeoutMs` (the batch's transaction has a timer: it never waits without limit). A `signal` is
+ * refused: pglock sends no statement of its own there to cancel with; `instead` names the verb
+ * that can honour one.
+ *
+ * @example
+ * ```ts
+ * import { batchLockRequest } from './batch-lock.ts';
+ *
+ * const request = batchLockRequest('account:1', { timeoutMs: 500 }, {}, 2_500, '$lock', '$withLock');
+ * ```
+ */
+export function batchLockRequest(
+  target: LockTarget,
+  options: LockOptions | undefined,
+  defaults: LockOptions & { readonly transaction?: unknown },
+  defaultTimeoutMs: number,
+  verb: string,
+  instead: string,
+): LockRequest {
+  if ((options as { readonly transaction?: unknown } | undefined)?.transaction !== undefined) {
+    throw new InvalidLockOptionsError(
+      `${verb}: transaction settings cannot apply here: the batch's transaction is opened by the ORM. Pass them to the batch itself (prisma.$transaction([…], { isolationLevel })), or use ${instead}.`,
+    );
+  }
+  const { transaction: _settings, ...lockDefaults } = defaults;
+  const timeoutMs = lockDefaults.timeoutMs ?? defaultTimeoutMs;
+  const request = lockRequest(target, options, { ...lockDefaults, timeoutMs }, verb);
+  if (request.signal !== undefined) {
+    throw new InvalidLockOptionsError(
+      `${verb}: signal cannot be honoured in a batch transaction (pglock sends no statement of its own there to cancel with); use timeoutMs, or ${instead}.`,
+    );
+  }
+  return request;
 }

@@ -1,11 +1,17 @@
+import type { IsolationLevel } from '@pglock/core';
 import type { LockPort, PortConnection, Row, Statement } from '@pglock/core/adapter';
-import {
-  checkDuration,
-  failureWatch,
-  nodePostgresControlPool,
-  prismaIsolationLevel,
-} from '@pglock/core/adapter';
+import { nodePostgresControlPool } from '@pglock/core/drivers/node-postgres';
+import { checkDuration } from '@pglock/core/internal';
+import { failureWatch } from './failure-watch.ts';
 import type { PrismaClientLike, PrismaRawQueryable, PrismaTransactionLike } from './prisma-types.ts';
+
+/** Prisma's names of PostgreSQL's isolation levels (`'read committed'` → `'ReadCommitted'`). */
+const PRISMA_ISOLATION_LEVELS = {
+  'read uncommitted': 'ReadUncommitted',
+  'read committed': 'ReadCommitted',
+  'repeatable read': 'RepeatableRead',
+  serializable: 'Serializable',
+} as const satisfies Record<IsolationLevel, string>;
 
 /** How long `lock(tx, …)`, a nested `withLock` and `$lock` wait when `timeoutMs` is omitted. */
 export const IN_TRANSACTION_WAIT_MS = 2_500;
@@ -92,7 +98,7 @@ function portFor(watched: boolean): LockPort<PrismaRawQueryable, PrismaTransacti
         return failures.run(connectionFor(tx), (connection) => body(tx, connection));
       };
       // Prisma takes its own names for PostgreSQL's isolation levels ('ReadCommitted').
-      const level = isolationLevel && prismaIsolationLevel(isolationLevel);
+      const level = isolationLevel && PRISMA_ISOLATION_LEVELS[isolationLevel];
       return (db as PrismaClientLike).$transaction(run, {
         timeout,
         maxWait,

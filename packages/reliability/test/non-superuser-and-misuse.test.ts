@@ -116,7 +116,7 @@ describe('misuse of releases and handles', () => {
   });
 
   it('the guarded unlock a release sends touches only what this connection holds, mode by mode', async () => {
-    const { lockRequest, lockStatements, sessionUnlockStatements } = await import('@pglock/core/adapter');
+    const { lockRequest, lockStatements, sessionUnlockStatements } = await import('@pglock/core/internal');
     const client = new pg.Client(url);
     await client.connect();
     try {

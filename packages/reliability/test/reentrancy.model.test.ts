@@ -1,4 +1,5 @@
-import { lockRequest, lockStatements, type Statement, sessionUnlockStatements } from '@pglock/core/adapter';
+import type { Statement } from '@pglock/core/adapter';
+import { lockRequest, lockStatements, sessionUnlockStatements } from '@pglock/core/internal';
 import { Backdoor } from '@pglock/test-kit';
 import fc from 'fast-check';
 import pg from 'pg';

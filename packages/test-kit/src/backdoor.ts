@@ -1,5 +1,5 @@
 import type { LockKey } from '@pglock/core';
-import { lockTag } from '@pglock/core/adapter';
+import { lockTag } from '@pglock/core/internal';
 import pg from 'pg';
 
 /** A bigint key (as `lockKey(name).value` gives it) or a {@link LockKey} of either form. */

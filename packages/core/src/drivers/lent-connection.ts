@@ -1,10 +1,10 @@
-import { backendAliveStatement, unlockAllStatement } from './backend-statements.ts';
-import type { ControlConnection, PinnedConnection, Row } from './lock-port.ts';
-import { backendPidStatement } from './lock-statements.ts';
-import { cell } from './row-cell.ts';
-import { within } from './run-cancellable.ts';
-import { sqlStateOf } from './sql-state.ts';
-import type { Statement } from './statement.ts';
+import { backendAliveStatement, unlockAllStatement } from '../backend-statements.ts';
+import type { ControlConnection, PinnedConnection, Row } from '../lock-port.ts';
+import { backendPidStatement } from '../lock-statements.ts';
+import { cell } from '../row-cell.ts';
+import { within } from '../run-cancellable.ts';
+import { sqlStateOf } from '../sql-state.ts';
+import type { Statement } from '../statement.ts';
 
 /**
  * A connection an ORM lends for as long as pglock needs it and takes back when told (Kysely's
@@ -55,7 +55,7 @@ function watched(lent: LentConnection, onDeath?: (cause: unknown) => void) {
  *
  * @example
  * ```ts
- * import { lentControl, type LentConnection } from '@pglock/core/adapter';
+ * import { lentControl, type LentConnection } from '@pglock/core/drivers/postgres-js';
  *
  * declare const lent: LentConnection;
  * const control = lentControl(lent);
@@ -77,7 +77,8 @@ export function lentControl(lent: LentConnection): ControlConnection {
  *
  * @example
  * ```ts
- * import { lentPin, type LentConnection, type Statement } from '@pglock/core/adapter';
+ * import type { Statement } from '@pglock/core/adapter';
+ * import { lentPin, type LentConnection } from '@pglock/core/drivers/postgres-js';
  *
  * declare const lent: LentConnection;
  * declare const control: (statement: Statement) => Promise<readonly Record<string, unknown>[]>;

@@ -1,5 +1,5 @@
-import { TransactionRolledBackError } from './errors.ts';
-import { SqlState, sqlStateOf } from './sql-state.ts';
+import { TransactionRolledBackError } from '../errors.ts';
+import { SqlState, sqlStateOf } from '../sql-state.ts';
 
 /**
  * The error for a transaction whose callback resolved but whose driver would not commit it, or
@@ -10,7 +10,7 @@ import { SqlState, sqlStateOf } from './sql-state.ts';
  *
  * @example
  * ```ts
- * import { refusedCommitError } from '@pglock/core/adapter';
+ * import { refusedCommitError } from '@pglock/core/drivers/postgres-js';
  *
  * try {
  *   await db.transaction(body);

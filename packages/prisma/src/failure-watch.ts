@@ -1,5 +1,5 @@
-import type { PortConnection } from './lock-port.ts';
-import { currentContext } from './nesting.ts';
+import type { PortConnection } from '@pglock/core/adapter';
+import { currentLockConnection } from '@pglock/core/internal';
 
 /** What the hook saw while one transaction's callback ran. */
 type Watch = { failed: boolean; readonly unscoped: number };
@@ -36,7 +36,7 @@ export interface FailureWatch {
  *
  * @example
  * ```ts
- * import { failureWatch } from '@pglock/core/adapter';
+ * import { failureWatch } from './failure-watch.ts';
  *
  * const failures = failureWatch();
  * const hook = ({ args, query }) => failures.observe(() => query(args));
@@ -53,7 +53,7 @@ export function failureWatch(): FailureWatch {
       try {
         return await operation();
       } catch (error) {
-        const watch = (currentContext()?.connection as WatchedConnection | undefined)?.[WATCH];
+        const watch = (currentLockConnection() as WatchedConnection | undefined)?.[WATCH];
         if (watch) watch.failed = true;
         else {
           unscoped++;

@@ -1,4 +1,4 @@
-import type { PinnedConnection, PortConnection } from './lock-port.ts';
+import type { PinnedConnection, PortConnection } from '../lock-port.ts';
 
 /**
  * The {@link PinnedConnection} of a connection opened for one session lock alone (a driver whose
@@ -9,7 +9,7 @@ import type { PinnedConnection, PortConnection } from './lock-port.ts';
  *
  * @example
  * ```ts
- * import { openNodePostgresClient, nodePostgresConnection, pinOwnConnection } from '@pglock/core/adapter';
+ * import { openNodePostgresClient, nodePostgresConnection, pinOwnConnection } from '@pglock/core/drivers/node-postgres';
  *
  * const own = await openNodePostgresClient(client, (error) => onDeath(error));
  * const pinned = pinOwnConnection(nodePostgresConnection(own.client), own.end, () => own.client.processID);

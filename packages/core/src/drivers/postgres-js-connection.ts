@@ -1,5 +1,5 @@
-import type { PortConnection, Row } from './lock-port.ts';
-import { sqlStateOf } from './sql-state.ts';
+import type { PortConnection, Row } from '../lock-port.ts';
+import { sqlStateOf } from '../sql-state.ts';
 
 /**
  * A postgres.js query as it runs. `state`, `active` and `canceller` are not postgres.js's public
@@ -16,7 +16,7 @@ export type PostgresJsQuery = Promise<Row[]> & {
  *
  * @example
  * ```ts
- * import type { PostgresJsSql } from '@pglock/core/adapter';
+ * import type { PostgresJsSql } from '@pglock/core/drivers/postgres-js';
  *
  * // `sql` of postgres.js (`postgres(url)`), or the scope of its `sql.begin(async (scope) => …)`.
  * const slice: PostgresJsSql = sql;
@@ -37,7 +37,7 @@ const connections = new WeakMap<object, PortConnection & { readonly processID: n
  *
  * @example
  * ```ts
- * import { postgresJsConnection } from '@pglock/core/adapter';
+ * import { postgresJsConnection } from '@pglock/core/drivers/postgres-js';
  *
  * await sql.begin((scope) => run(postgresJsConnection(scope)));
  * ```
@@ -87,7 +87,7 @@ export interface OpenedPostgresJs {
  *
  * @example
  * ```ts
- * import { openPostgresJs, postgresJsConnection } from '@pglock/core/adapter';
+ * import { openPostgresJs, postgresJsConnection } from '@pglock/core/drivers/postgres-js';
  *
  * const own = openPostgresJs(postgresModule, sql); // postgresModule: await import('postgres')
  * const control = { query: postgresJsConnection(own.sql).query, release: own.end };
