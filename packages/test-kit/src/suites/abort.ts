@@ -15,9 +15,10 @@ import type { AdapterInstance } from '../harness.ts';
 
 /**
  * The bound for "an aborted call rejects within 100 ms" (issue 12 C8), with slack for a loaded
- * machine; a cancel that needs a pooled connection hangs until the holder lets go (seconds here).
+ * machine (a cancel is a new connection, its start-up is CPU: 500 ms was seen at load 15 on 2 cores);
+ * a cancel that needs a pooled connection hangs until the holder lets go (the 5 s `settlesWithin`).
  */
-const ABORT_BOUND_MS = 250;
+const ABORT_BOUND_MS = 1_500;
 
 /** Holds `names` in another instance, starts one `withLock` per entry of `waits`, aborts them all. */
 async function abortUnderExhaustion(
