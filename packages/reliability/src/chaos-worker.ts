@@ -152,6 +152,13 @@ function strandedByUpstream(): string | undefined {
       return `porsager/postgres#1097: the callback's statement failed with ${failed.code} on connection ${ending}; the ORM's ROLLBACK or COMMIT was handed to it next and was in flight when it closed, and postgres.js settles no statement in flight on a close`;
     }
   }
+  // No callback statement failed: the callback settled, the ORM handed its COMMIT (and, when that
+  // failed, its ROLLBACK) to the connection, which closed with them in flight.
+  const stepStart = performance.now() - 20_000;
+  const ended = watch?.endedInFlightAtClose(stepStart);
+  if (ended !== undefined) {
+    return `porsager/postgres#1097: every pglock call granted and no callback statement waiting; the ORM's COMMIT/ROLLBACK was the last thing handed to connection ${ended}, and was in flight when it closed, and postgres.js settles no statement in flight on a close`;
+  }
   return undefined;
 }
 

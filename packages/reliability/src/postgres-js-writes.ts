@@ -44,6 +44,13 @@ export interface WriteWatch {
    * close (porsager/postgres#1097, reproduced in test/teardown-evidence.test.ts).
    */
   endInFlightAtClose(text: string): number | undefined;
+  /**
+   * A connection whose last events are the ORM's own COMMIT and/or ROLLBACK and then its close, the
+   * close after `since` (`performance.now()` time): the transaction's end was in flight when the
+   * connection closed, and postgres.js settles no statement in flight on a close
+   * (porsager/postgres#1097).
+   */
+  endedInFlightAtClose(since: number): number | undefined;
 }
 
 /** What a connection was handed (a statement), or that it closed; `at` from `performance.now()`. */
@@ -169,6 +176,16 @@ export function watchPostgresJsWrites(): WriteWatch {
         // Its close came next, and no COMMIT or ROLLBACK reached it after (a reconnect may serve others).
         const ends = rest.some((event) => /^(commit|rollback)\b/i.test(event.statement ?? ''));
         if (rest[0] !== undefined && rest[0].statement === undefined && !ends) return connection;
+      }
+      return undefined;
+    },
+    endedInFlightAtClose(since) {
+      for (const [connection, events] of latest) {
+        const close = events.at(-1);
+        if (close === undefined || close.statement !== undefined || close.at < since) continue;
+        let i = events.length - 2;
+        while (i >= 0 && /^(commit|rollback)\s*;?$/i.test(events[i]?.statement ?? '')) i--;
+        if (i < events.length - 2) return connection;
       }
       return undefined;
     },
