@@ -89,7 +89,8 @@ async function digestLoop(): Promise<void> {
   const every = config.digestEveryMs;
   await sleep(randomInt(every));
   while (Date.now() < endAt) {
-    send({ type: 'digest', outcome: await adapter.digest(lockName(DIGEST_JOB), config.digestPerMs) });
+    const outcome = await adapter.digest(lockName(DIGEST_JOB), config.digestPerMs);
+    send({ type: 'digest', outcome, at: now() });
     await sleep(every / 2 + randomInt(every));
   }
 }

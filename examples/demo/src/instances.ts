@@ -48,10 +48,27 @@ export interface Hold {
   readonly cut: boolean;
 }
 
+/** One term this instance led, wall-clock ms (`to` is when its term ended, or when it was killed). */
+export interface Term {
+  readonly instance: number;
+  readonly term: number;
+  readonly identity: string;
+  readonly from: number;
+  to: number | undefined;
+}
+
+/** One digest job run (runOnce answered `ran`), wall-clock ms of its commit. */
+export interface JobRun {
+  readonly instance: number;
+  readonly at: number;
+}
+
 /** One instance process and the bookkeeping of its messages. */
 export class Instance {
   readonly state: InstanceState;
   readonly holds: Hold[] = [];
+  readonly terms: Term[] = [];
+  readonly runs: JobRun[] = [];
   readonly ready: Promise<void>;
   readonly exited: Promise<number | null>;
   /** Called with the rebuild id when the instance reports it holds the rebuild lock. */
@@ -120,6 +137,7 @@ export class Instance {
   kill(at: number): void {
     this.state.status = 'killed';
     this.state.term = undefined;
+    this.#endTerms(at);
     this.#child.kill('SIGKILL');
     for (const [id, open] of this.#open) this.#close(id, open, at, true);
   }
@@ -147,13 +165,22 @@ export class Instance {
         return;
       case 'digest':
         s.digests[message.outcome]++;
+        if (message.outcome === 'ran') this.runs.push({ instance: s.index, at: message.at });
         return;
       case 'elected':
         s.term = message.term;
+        this.terms.push({
+          instance: s.index,
+          term: message.term,
+          identity: s.label,
+          from: message.at,
+          to: undefined,
+        });
         this.onLeadership(message.term, message.at, true);
         return;
       case 'term-ended':
         if (s.term === message.term) s.term = undefined;
+        this.#endTerms(message.at, message.term);
         this.onLeadership(message.term, message.at, false);
         return;
       case 'leader-error':
@@ -189,6 +216,13 @@ export class Instance {
         else s.user = { state: 'idle', name: '', since: message.at };
         break;
       }
+    }
+  }
+
+  /** Ends the open term `term` (or every open one: the instance was killed) at `at`. */
+  #endTerms(at: number, term?: number): void {
+    for (const open of this.terms) {
+      if (open.to === undefined && (term === undefined || open.term === term)) open.to = at;
     }
   }
 

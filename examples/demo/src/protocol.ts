@@ -57,7 +57,7 @@ export type InstanceMessage =
   | { readonly type: 'skipped' }
   | { readonly type: 'updated' }
   /** One call of the digest job: whether this call ran it, or why not. */
-  | { readonly type: 'digest'; readonly outcome: 'ran' | 'done' | 'busy' }
+  | { readonly type: 'digest'; readonly outcome: 'ran' | 'done' | 'busy'; readonly at: number }
   /** onElected ran (wall clock); `ended` once its signal aborted and the scheduler stopped. */
   | { readonly type: 'elected'; readonly term: number; readonly at: number }
   | { readonly type: 'term-ended'; readonly term: number; readonly at: number }

@@ -192,6 +192,8 @@ export async function runDemo(options: DemoOptions, context: RunContext): Promis
       t1: Math.max(endAt, ...instances.flatMap((i) => i.holds.map((h) => h.to))),
       instances: states,
       holds: instances.flatMap((instance) => instance.holds),
+      terms: instances.flatMap((instance) => instance.terms),
+      runs: instances.flatMap((instance) => instance.runs),
       kill,
       summary: verificationLines(verification),
     });
