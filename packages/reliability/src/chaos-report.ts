@@ -54,7 +54,7 @@ export function formatChaos(result: ChaosResult): string {
   const lines = [
     chaosVerdict(result),
     `sections ${result.sections} (exclusive ${result.exclusive}, shared ${result.shared}; under session locks ${result.session}) in ${result.seconds} s`,
-    `kills ${result.kills}, terminations ${result.terminations}`,
+    `kills ${result.kills}, terminations ${result.terminations}, freezes (SIGSTOP) ${result.freezes}`,
     `tries busy ${result.busy}, waits timed out ${result.timedOut}, calls failed by the faults ${result.errors}`,
     `session locks held ${result.sessionHeld}, lost ${result.sessionLost}; through PgBouncer: refused ${result.sessionRefused}, granted ${result.poolerSessionLocks}`,
     `runOnce: calls ran ${result.jobsRan}, done ${result.jobsDone}, busy ${result.jobsBusy}, threw on purpose ${result.jobsThrown}; committed runs ${result.schedules.jobRuns} in ${result.schedules.periods} periods (${count(result, 'period-run-twice')} run twice)`,

@@ -49,6 +49,12 @@ export interface ChaosOptions {
 export interface ChaosResult extends HistoryReport, WorkerStats {
   readonly kills: number;
   readonly terminations: number;
+  /**
+   * Workers frozen with SIGSTOP for 0.3–1.5 s, then resumed with SIGCONT: a GC pause or a stuck
+   * event loop. A frozen leader's term must end by its lease (its standby is elected meanwhile), and
+   * its writes on waking must be refused by the fence.
+   */
+  readonly freezes: number;
   /** Workers that had not finished 20 s after the deadline (a call that never returned). */
   readonly hung: number;
   /** The hung workers: subject, lane and the end of their stderr. */
@@ -260,13 +266,33 @@ async function drive(
 
   let kills = 0;
   let terminations = 0;
+  let freezes = 0;
+  let lastFreeze = Date.now();
+  const frozen = new Set<Slot>();
   const leaks = new LeakScan();
   await sleep(500);
   while (Date.now() < deadline - 500) {
     await sleep(100 + Math.random() * 300);
     if (typeof lane !== 'string') await leaks.scan(db, await lane.serverPids());
     if (options.faults === false) continue;
-    if (Math.random() < 0.25) {
+    // A freeze every 2 s (time-based, so that a slow machine's run has them too), else a kill or a
+    // termination.
+    if (Date.now() - lastFreeze > 2_000) {
+      lastFreeze = Date.now();
+      const slot = slots[Math.floor(Math.random() * slots.length)] as Slot;
+      const child = slot.child;
+      if (child && child.exitCode === null && slot.ready && !slot.done && !frozen.has(slot)) {
+        frozen.add(slot);
+        child.kill('SIGSTOP');
+        freezes++;
+        // Resumed before the faults stop, so that every worker reaches its deadline on time.
+        const ms = Math.min(300 + Math.random() * 1_200, Math.max(0, deadline - 600 - Date.now()));
+        setTimeout(() => {
+          frozen.delete(slot);
+          if (child.exitCode === null) child.kill('SIGCONT');
+        }, ms);
+      }
+    } else if (Math.random() < 0.25) {
       const slot = slots[Math.floor(Math.random() * slots.length)] as Slot;
       if (slot.child && slot.child.exitCode === null && slot.ready && !slot.done) {
         slot.killedByUs = true;
@@ -290,6 +316,7 @@ async function drive(
       }
     }
   }
+  while (frozen.size > 0) await sleep(20);
   log(`chaos: faults stopped after ${((Date.now() - started) / 1000).toFixed(1)} s; waiting for workers`);
 
   const slowStarts: string[] = [];
@@ -334,6 +361,7 @@ async function drive(
     ...totals,
     kills,
     terminations,
+    freezes,
     hung: hungAdapters.length,
     hungAdapters,
     slowStarts,

@@ -6,11 +6,11 @@ import { subjects } from '../src/subjects.ts';
 // The bounded CI run of `pnpm chaos`: every adapter in worker processes, straight to PostgreSQL and
 // through PgBouncer in transaction mode, with leader-style session locks, runOnce jobs and leader
 // campaigns where the adapter has them;
-// SIGKILLs and backend terminations for CHAOS_SECONDS (default 20 s), then the history check.
+// SIGKILLs, SIGSTOP freezes (0.3–1.5 s) and backend terminations for CHAOS_SECONDS (default 20 s), then the history check.
 const seconds = Number(process.env.CHAOS_SECONDS ?? 20);
 const pgbouncer = inject('pgbouncer');
 
-it(`chaos: ${seconds} s of kills and terminations across every adapter leave a valid history`, {
+it(`chaos: ${seconds} s of kills, freezes and terminations across every adapter leave a valid history`, {
   timeout: 240_000,
 }, async () => {
   const result = await runChaos({ url: inject('databaseUrl'), seconds, processes: subjects.length });
@@ -24,6 +24,7 @@ it(`chaos: ${seconds} s of kills and terminations across every adapter leave a v
   expect(result.session).toBeGreaterThan(0);
   expect(result.sessionHeld).toBeGreaterThan(0);
   expect(result.kills + result.terminations).toBeGreaterThanOrEqual(seconds / 2);
+  expect(result.freezes).toBeGreaterThan(0);
   // runOnce and leader ran too, and their checks had rows to check (violations above covers them).
   expect(result.jobsRan).toBeGreaterThan(0);
   expect(result.jobsDone + result.jobsBusy).toBeGreaterThan(0);
