@@ -9,7 +9,7 @@ import { InvalidLockOptionsError } from './errors.ts';
 
 /**
  * A `runOnce` job's schedule, as its row in `pglock_jobs` records it: `per` in milliseconds, or a
- * cron expression (whitespace collapsed) with its IANA time zone (`'UTC'` unless given).
+ * cron expression (whitespace collapsed) with its IANA time zone as given (`'UTC'` unless given).
  *
  * @example
  * ```ts
@@ -102,12 +102,17 @@ export function parseSchedule(options: ScheduleInput, verb: string): Schedule {
   return { spec: { kind: 'cron', cron: expression, timeZone: zone }, cron: parsed };
 }
 
-/** The canonical name of an IANA time zone (`'europe/berlin'` → `'Europe/Berlin'`); `'UTC'` when absent. */
+/**
+ * The time zone as given, once `Intl` knows it; `'UTC'` when absent. Not canonicalised: runtimes
+ * disagree on the canonical name (`'Asia/Kolkata'` is `'Asia/Calcutta'` to older ICU data), and the
+ * row's zone must read the same from every instance of a fleet.
+ */
 function timeZoneOf(value: unknown, verb: string): string {
   if (value === undefined) return 'UTC';
-  if (typeof value === 'string' && value !== '') {
+  if (typeof value === 'string' && value.trim() !== '') {
     try {
-      return new Intl.DateTimeFormat('en-US', { timeZone: value }).resolvedOptions().timeZone;
+      new Intl.DateTimeFormat('en-US', { timeZone: value.trim() });
+      return value.trim();
     } catch {
       // Below: an unknown zone.
     }
