@@ -184,10 +184,28 @@ export function missedPeriods(schedule: Schedule, previousMs: number | undefined
 
 /** The schedule a row records (`per_ms`, `cron`, `time_zone`), or `undefined` when it records none. */
 export function storedSchedule(perMs: unknown, cron: unknown, timeZone: unknown): JobSchedule | undefined {
+  // A row with both (an older pglock, which knows no cron, took a cron job's row over with its per)
+  // reads as that per, and conflictsWith refuses it to every caller until it is reset.
+  if (perMs !== null && perMs !== undefined) return { kind: 'per', perMs: Number(perMs) };
   if (typeof cron === 'string')
     return { kind: 'cron', cron, timeZone: typeof timeZone === 'string' ? timeZone : '' };
-  if (perMs !== null && perMs !== undefined) return { kind: 'per', perMs: Number(perMs) };
   return undefined;
+}
+
+/**
+ * The schedule a row records when it refuses a call with `schedule` (another schedule, or both a
+ * per and a cron); `undefined` when the call may claim.
+ */
+export function conflictsWith(
+  schedule: JobSchedule,
+  perMs: unknown,
+  cron: unknown,
+  timeZone: unknown,
+): JobSchedule | undefined {
+  const stored = storedSchedule(perMs, cron, timeZone);
+  if (stored === undefined) return undefined;
+  const both = stored.kind === 'per' && cron !== null && cron !== undefined;
+  return both || !sameSchedule(schedule, stored) ? stored : undefined;
 }
 
 /** Whether two schedules are the same one (a cron expression compared as written, spaces collapsed). */

@@ -2,14 +2,13 @@ import type { DurationString } from './duration.ts';
 import { InvalidLockKeyError, InvalidLockOptionsError } from './errors.ts';
 import { ScheduleMismatchError } from './job-errors.ts';
 import {
+  conflictsWith,
   cronPeriod,
   describeSchedule,
   type JobSchedule,
   missedPeriods,
   parseSchedule,
   type Schedule,
-  sameSchedule,
-  storedSchedule,
 } from './job-schedule.ts';
 import {
   type ClaimRequest,
@@ -282,9 +281,13 @@ async function claimPeriod(
     throw jobsTableError(error, key, verb, 'recording the run under');
   }
   const period = periodOf(row);
-  const stored = storedSchedule(cell(row, 'stored'), cell(row, 'storedcron'), cell(row, 'storedzone'));
-  if (stored !== undefined && !sameSchedule(schedule.spec, stored))
-    throw scheduleMismatch(key, schedule.spec, stored, verb);
+  const stored = conflictsWith(
+    schedule.spec,
+    cell(row, 'stored'),
+    cell(row, 'storedcron'),
+    cell(row, 'storedzone'),
+  );
+  if (stored !== undefined) throw scheduleMismatch(key, schedule.spec, stored, verb);
   const prev = cell(row, 'prev');
   const previous = prev === null || prev === undefined ? undefined : Number(prev);
   if (Number(cell(row, 'claimed')) === 1) {

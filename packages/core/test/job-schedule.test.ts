@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { InvalidLockOptionsError } from '../src/errors.ts';
 import {
+  conflictsWith,
   cronPeriod,
   MISSED_COUNT_LIMIT,
   missedPeriods,
@@ -147,6 +148,12 @@ describe('runOnce schedules', () => {
     expect(sameSchedule(berlin, { ...berlin })).toBe(true);
     expect(sameSchedule(berlin, { ...berlin, timeZone: 'UTC' })).toBe(false);
     expect(sameSchedule(berlin, { kind: 'per', perMs: 86_400_000 })).toBe(false);
+    // A row an older pglock (no cron) took over with its per records both: every caller is refused.
+    const hourly = { kind: 'per', perMs: 3_600_000 } as const;
+    expect(conflictsWith(hourly, '3600000', null, null)).toBeUndefined();
+    expect(conflictsWith(hourly, '3600000', '0 3 * * *', 'Europe/Berlin')).toEqual(hourly);
+    expect(conflictsWith(berlin, '3600000', '0 3 * * *', 'Europe/Berlin')).toEqual(hourly);
+    expect(conflictsWith(berlin, null, null, null)).toBeUndefined();
   });
 
   it('the upgrade adds every column of the DDL but the first three, each IF NOT EXISTS, in one statement', () => {
