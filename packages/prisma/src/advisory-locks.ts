@@ -191,9 +191,10 @@ export const isLocked = functions.isLocked;
 export const inspectLocks = functions.inspectLocks;
 
 /**
- * Runs `fn(tx, { period })` at most once per period across every instance: the job's writes and its
- * "done for this period" record (table `pglock_jobs`, DDL from `pglock schema`) commit together.
- * Resolves `{ ran: true, value, period }` or `{ ran: false, reason: 'done' | 'busy', period }`.
+ * Runs `fn(tx, { period, missed })` at most once per period (of `per`, or of `cron` in a `timeZone`)
+ * across every instance: the job's writes and its "done for this period" record (table
+ * `pglock_jobs`, DDL from `pglock schema`) commit together. Resolves
+ * `{ ran: true, value, period, missed }` or `{ ran: false, reason: 'done' | 'busy' | 'too-soon', period }`.
  *
  * @example
  * ```ts
