@@ -82,19 +82,22 @@ export function parseSchedule(options: ScheduleInput, verb: string): Schedule {
   const zone = timeZoneOf(timeZone, verb);
   const expression = cron.trim().replace(/\s+/g, ' ');
   let parsed: Cron;
+  let next: Date | null;
   try {
     parsed = new Cron(expression, {
       mode: '5-or-6-parts',
       // The same instants; croner converts through Intl for a named zone, several times slower.
       ...(zone === 'UTC' ? { utcOffset: 0 } : { timezone: zone }),
     });
+    // In the try: a zone Intl takes that croner cannot convert with fails here, not at the claim.
+    next = parsed.nextRun();
   } catch (error) {
     throw new InvalidLockOptionsError(
-      `${verb}: cron ${JSON.stringify(cron)} is not a cron expression croner reads (${error instanceof Error ? error.message : String(error)}). ` +
-        `Use 5 fields (minute hour day-of-month month day-of-week) or 6 (seconds first), e.g. '0 3 * * *' or '*/10 * * * * *'.`,
+      `${verb}: cron ${JSON.stringify(cron)} in ${zone} is not a schedule croner reads (${error instanceof Error ? error.message : String(error)}). ` +
+        `Use 5 fields (minute hour day-of-month month day-of-week) or 6 (seconds first), e.g. '0 3 * * *' or '*/10 * * * * *', and an IANA zone.`,
     );
   }
-  if (parsed.nextRun() === null) {
+  if (next === null) {
     throw new InvalidLockOptionsError(
       `${verb}: cron ${JSON.stringify(cron)} never fires (no date matches it), so the job would never run.`,
     );
