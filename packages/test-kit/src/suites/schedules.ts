@@ -1,7 +1,6 @@
 import {
   InvalidLockKeyError,
   InvalidLockOptionsError,
-  JOBS_TABLE_DDL,
   lockKey,
   type RunOnceOptions,
   ScheduleMismatchError,
@@ -12,6 +11,7 @@ import { Child, processTestTimeout } from '../child.ts';
 import { holdLock, missing, type SuiteContext, skipped, sleep } from '../context.ts';
 import type { AdapterInstance } from '../harness.ts';
 import { scheduleRowsDdl } from '../schedules-scenarios.ts';
+import { setUpDatabases } from './scheduling.ts';
 
 const HOUR = 3_600_000;
 
@@ -158,10 +158,8 @@ function schedulesTests(ctx: SuiteContext): void {
     'an in-process database of its own: the backdoor cannot see its tables and locks',
   );
 
-  beforeAll(async () => {
-    // The scheduling suite creates (and upgrades) the table; this suite may run alone.
-    await ctx.backdoor.query(JOBS_TABLE_DDL);
-  });
+  // As the scheduling suite does (this suite may run alone): the table, upgraded, once across files.
+  beforeAll(() => setUpDatabases(ctx.backdoor));
 
   /** `runOnce` whose job returns its `{ period, missed }`. */
   const run = (instance: AdapterInstance, name: string, options: RunOnceOptions) =>

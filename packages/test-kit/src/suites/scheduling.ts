@@ -56,7 +56,7 @@ function perMsJobsTableDdl(table: string): string {
  * Creates `pglock_jobs` in the test database (upgrading one an earlier run created), the empty
  * database beside it and the one with the older table, once.
  */
-async function setUpDatabases(backdoor: Backdoor): Promise<void> {
+export async function setUpDatabases(backdoor: Backdoor): Promise<void> {
   await backdoor.query('SELECT pg_advisory_lock($1::bigint)', [SETUP_KEY]);
   try {
     await backdoor.query(JOBS_TABLE_DDL);
