@@ -60,6 +60,8 @@ export type {
   RunOnceOptions,
   RunOncePer,
   RunOncePeriod,
+  RunOnceReason,
+  RunOnceReasonOf,
   RunOnceResult,
   RunOnceRunOptions,
 } from './run-once.ts';

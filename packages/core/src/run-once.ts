@@ -139,18 +139,29 @@ export interface RunOnceContext {
   readonly missed: number;
 }
 
+/** Why a `runOnce` call did not run its job (see {@link RunOnceResult}). */
+export type RunOnceReason = 'done' | 'busy' | 'too-soon';
+
+/**
+ * The reasons a call with options of type `O` can answer: `'too-soon'` only when `O` may carry a
+ * `minIntervalMs`, so code written before it (an exhaustive `switch` over `'done' | 'busy'`) still
+ * compiles.
+ */
+export type RunOnceReasonOf<O> = 'minIntervalMs' extends keyof O
+  ? O[keyof O & 'minIntervalMs'] extends undefined
+    ? 'done' | 'busy'
+    : RunOnceReason
+  : 'done' | 'busy';
+
 /**
  * What `runOnce` resolves: `ran: true` with the job's value when this call ran it, else why not:
  * `'done'` (a run of this period committed already), `'busy'` (another caller is running it now) or
- * `'too-soon'` (`minIntervalMs` has not passed since the last run started).
+ * `'too-soon'` (`minIntervalMs` has not passed since the last run started; only a call given
+ * `minIntervalMs` is typed with it).
  */
-export type RunOnceResult<T> =
+export type RunOnceResult<T, R extends RunOnceReason = RunOnceReason> =
   | { readonly ran: true; readonly value: T; readonly period: RunOncePeriod; readonly missed: number }
-  | {
-      readonly ran: false;
-      readonly reason: 'done' | 'busy' | 'too-soon';
-      readonly period: RunOncePeriod;
-    };
+  | { readonly ran: false; readonly reason: R; readonly period: RunOncePeriod };
 
 /** The name's key, with the name and namespace kept on it (they name the job's row). */
 export function jobKey(name: unknown, namespace: string | undefined, verb: string): BigintLockKey {

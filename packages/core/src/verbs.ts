@@ -89,6 +89,11 @@ export interface AdvisoryLocks<Tx, InTx = Tx, S extends TransactionSettings = Tr
    */
   runOnce<T>(
     name: string,
+    options: RunOnceOptions<S> & { readonly minIntervalMs?: undefined },
+    fn: (tx: Tx, run: RunOnceContext) => Promise<T>,
+  ): Promise<RunOnceResult<T, 'done' | 'busy'>>;
+  runOnce<T>(
+    name: string,
     options: RunOnceOptions<S>,
     fn: (tx: Tx, run: RunOnceContext) => Promise<T>,
   ): Promise<RunOnceResult<T>>;

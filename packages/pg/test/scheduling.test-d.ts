@@ -4,7 +4,9 @@ import {
   advisoryLocks,
   type LeaderCampaign,
   leader,
+  type RunOnceOptions,
   type RunOncePeriod,
+  type RunOnceReasonOf,
   type RunOnceResult,
   runOnce,
 } from '../src/index.ts';
@@ -35,6 +37,19 @@ describe('scheduling types', () => {
     runOnce(pool, 'a', {}, job);
     // @ts-expect-error Prisma's transaction timeout does not exist on node-postgres
     runOnce(pool, 'a', { per: '1h', transaction: { timeout: 10_000 } }, job);
+  });
+
+  it("'too-soon' is in the result's type only for a call that may carry minIntervalMs", async () => {
+    const locks = advisoryLocks(pool);
+    const plain = await locks.runOnce('a', { per: '1h' }, async () => 1);
+    if (!plain.ran) expectTypeOf(plain.reason).toEqualTypeOf<'done' | 'busy'>();
+    const spaced = await locks.runOnce('a', { cron: '0 * * * *', minIntervalMs: 5_000 }, async () => 1);
+    if (!spaced.ran) expectTypeOf(spaced.reason).toEqualTypeOf<'done' | 'busy' | 'too-soon'>();
+    const options: RunOnceOptions = { per: '1h' };
+    const typed = await locks.runOnce('a', options, async () => 1);
+    if (!typed.ran) expectTypeOf(typed.reason).toEqualTypeOf<'done' | 'busy' | 'too-soon'>();
+    expectTypeOf<RunOnceReasonOf<{ per: '1h' }>>().toEqualTypeOf<'done' | 'busy'>();
+    expectTypeOf<RunOnceReasonOf<RunOnceOptions>>().toEqualTypeOf<'done' | 'busy' | 'too-soon'>();
   });
 
   it('cron with an optional timeZone instead of per (never both); minIntervalMs and catchUp', () => {

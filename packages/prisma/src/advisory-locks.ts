@@ -68,14 +68,21 @@ export function advisoryLocks(defaults: PrismaLocksOptions = {}) {
       ): Promise<core.TryResult<R>> {
         return locksOf(Prisma.getExtensionContext(this)).tryWithLock(target, fn as Untyped<R>, options);
       },
-      /** Runs `fn(tx, { period })` at most once per period across every instance (see `runOnce`). */
-      $runOnce<C, R>(
+      /**
+       * Runs `fn(tx, { period, missed })` at most once per period across every instance (see
+       * `runOnce`); `'too-soon'` is in the result's type only when `options` may carry `minIntervalMs`.
+       */
+      $runOnce<C, R, O extends RunOnceOptions>(
         this: C,
         name: string,
-        options: RunOnceOptions,
+        options: O,
         fn: Job<C, R>,
-      ): Promise<core.RunOnceResult<R>> {
-        return locksOf(Prisma.getExtensionContext(this)).runOnce(name, options, fn as UntypedJob<R>);
+      ): Promise<core.RunOnceResult<R, core.RunOnceReasonOf<O>>> {
+        return locksOf(Prisma.getExtensionContext(this)).runOnce(
+          name,
+          options as RunOnceOptions,
+          fn as UntypedJob<R>,
+        ) as Promise<core.RunOnceResult<R, core.RunOnceReasonOf<O>>>;
       },
       /** The lock as the first element of `$transaction([…])` (or awaited on `tx`: `lock(tx, …)`). */
       $lock<C>(this: C, target: core.LockTarget, options?: PrismaBatchLockOptions): PrismaPromise<undefined> {
