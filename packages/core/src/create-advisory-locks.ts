@@ -6,7 +6,7 @@ import { lockKey } from './lock-key.ts';
 import { checkDuration, lockRequest } from './lock-options.ts';
 import type { LockPort } from './lock-port.ts';
 import { ADVISORY_LOCKS_OPTION_KEYS, checkOptionKeys, IS_LOCKED_OPTION_KEYS } from './option-keys.ts';
-import { runOnce } from './run-once.ts';
+import { type RunOnceContext, type RunOnceOptions, runOnce } from './run-once.ts';
 import { runWithSessionLock, type SessionLock, takeSessionLock } from './session-lock.ts';
 import { runLocked, type WithLockOptions } from './transaction-lock.ts';
 import { checkTransactionSettings, type TransactionSettings } from './transaction-settings.ts';
@@ -120,7 +120,12 @@ export function createAdvisoryLocks<Db, Tx, InTx = Tx, S extends TransactionSett
       )) as SessionLock;
       return runWithSessionLock(handle, fn);
     },
-    runOnce: (job, options, fn) => runOnce(scope, job, options, fn, name('runOnce')),
+    // One implementation for both overloads: without minIntervalMs it never answers 'too-soon'.
+    runOnce: ((
+      job: string,
+      options: RunOnceOptions<S>,
+      fn: (tx: Tx, run: RunOnceContext) => Promise<unknown>,
+    ) => runOnce(scope, job, options, fn, name('runOnce'))) as AdvisoryLocks<Tx, InTx, S>['runOnce'],
     leader: (job, options) => startLeader(sessionScope, job, options, name('leader')),
   };
 }

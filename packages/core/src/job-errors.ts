@@ -1,4 +1,5 @@
 import { AdvisoryLockError, type AdvisoryLockErrorOptions, isCode } from './errors.ts';
+import type { JobSchedule } from './job-schedule.ts';
 
 // The errors of runOnce's jobs table: a table missing or without pglock's columns, and a schedule
 // that does not match the one the job's row was made with.
@@ -22,7 +23,10 @@ import { AdvisoryLockError, type AdvisoryLockErrorOptions, isCode } from './erro
 export class LockTableMissingError extends AdvisoryLockError {
   /** The statement that creates the missing table, or adds the missing column. */
   readonly ddl: string;
-  /** The missing column when the table exists without it; `undefined` when the table is missing. */
+  /**
+   * The missing column the server named when the table exists without it (`'per_ms'`, `'cron'`…);
+   * `undefined` when the table is missing.
+   */
   readonly column: string | undefined;
 
   constructor(
@@ -40,35 +44,44 @@ export class LockTableMissingError extends AdvisoryLockError {
 }
 
 /**
- * A `runOnce` call's `per` differs from the schedule its job's row records: one name is one
- * schedule, because the row says which period ran last, and a period of another length would read
- * it wrong (after a `per: 1000` run, a `per: '1d'` caller would answer `'done'` for a day it never
- * ran). Nothing ran and nothing was written. Give the new schedule a new name, or reset the row
- * (the message has the SQL; docs/scheduling.md, "Changing `per`").
+ * A `runOnce` call's schedule (`per`, or `cron` with its `timeZone`) differs from the one its job's
+ * row records: one name is one schedule, because the row says which period ran last, and a period
+ * of another schedule would read it wrong (after a `per: 1000` run, a `per: '1d'` caller would answer
+ * `'done'` for a day it never ran). Nothing ran and nothing was written. Give the new schedule a new
+ * name, or reset the row (the message has the SQL; docs/scheduling.md, "Changing a schedule").
  *
  * @example
  * ```ts
  * import { ScheduleMismatchError } from '@pglock/core';
  *
- * await locks.runOnce('digest', { per: '1d' }, send).catch((error) => {
- *   if (ScheduleMismatchError.is(error)) console.error(`recorded per ${error.storedPerMs} ms, asked ${error.perMs} ms`);
+ * await locks.runOnce('digest', { cron: '0 3 * * *', timeZone: 'Europe/Berlin' }, send).catch((error) => {
+ *   if (ScheduleMismatchError.is(error)) console.error('recorded', error.storedSchedule, 'asked', error.schedule);
  *   throw error;
  * });
  * ```
  */
 export class ScheduleMismatchError extends AdvisoryLockError {
-  /** The call's `per`, in milliseconds. */
-  readonly perMs: number;
-  /** The `per` the job's row records (the schedule its earlier runs used), in milliseconds. */
-  readonly storedPerMs: number;
+  /** The call's schedule. */
+  readonly schedule: JobSchedule;
+  /** The schedule the job's row records (the one its earlier runs used). */
+  readonly storedSchedule: JobSchedule;
+  /** The call's `per`, in milliseconds; `undefined` when the call asks for a cron schedule. */
+  readonly perMs: number | undefined;
+  /** The `per` the job's row records, in milliseconds; `undefined` when it records a cron schedule. */
+  readonly storedPerMs: number | undefined;
 
   constructor(
     message: string,
-    options: AdvisoryLockErrorOptions & { readonly perMs: number; readonly storedPerMs: number },
+    options: AdvisoryLockErrorOptions & {
+      readonly schedule: JobSchedule;
+      readonly storedSchedule: JobSchedule;
+    },
   ) {
     super('SCHEDULE_MISMATCH', message, options);
-    this.perMs = options.perMs;
-    this.storedPerMs = options.storedPerMs;
+    this.schedule = options.schedule;
+    this.storedSchedule = options.storedSchedule;
+    this.perMs = options.schedule.kind === 'per' ? options.schedule.perMs : undefined;
+    this.storedPerMs = options.storedSchedule.kind === 'per' ? options.storedSchedule.perMs : undefined;
   }
 
   static override is(value: unknown): value is ScheduleMismatchError {

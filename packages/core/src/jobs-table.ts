@@ -23,20 +23,48 @@ export const JOBS_TABLE = 'pglock_jobs';
  * ```
  */
 export const JOBS_TABLE_DDL = `CREATE TABLE IF NOT EXISTS pglock_jobs (
-  key          bigint PRIMARY KEY,        -- lockKey(name, { namespace }): the advisory lock it guards
-  name         text NOT NULL,
-  namespace    text,
-  per_ms       bigint,                    -- runOnce: the job's schedule (per, in ms); another per is refused
-  period_start timestamptz,               -- runOnce: start of the last period whose run committed
-  ran_at       timestamptz,               -- runOnce: when that run took the lock (server clock)
-  term         bigint NOT NULL DEFAULT 0, -- leader: the last term elected, the fencing token
-  elected_at   timestamptz                -- leader: when that term began (server clock)
+  key            bigint PRIMARY KEY,           -- lockKey(name, { namespace }): the advisory lock it guards
+  name           text NOT NULL,
+  namespace      text,
+  per_ms         bigint,                       -- runOnce: the job's schedule (per, in ms); NULL for cron
+  cron           text,                         -- runOnce: the job's cron expression; NULL for per
+  time_zone      text,                         -- runOnce: the IANA time zone of cron (UTC by default)
+  period_start   timestamptz,                  -- runOnce: start of the last period whose run committed
+  period_end     timestamptz,                  -- runOnce: end of that period: the next period is due then
+  ran_at         timestamptz,                  -- runOnce: when that run took the lock (server clock)
+  run_ms         bigint,                       -- runOnce: how long the last run took, in ms
+  outcome        text,                         -- runOnce: how the last run ended
+  attempts       integer NOT NULL DEFAULT 0,   -- runOnce: runs tried in attempt_period (retry)
+  attempt_period timestamptz,                  -- runOnce: the period attempts counts for
+  last_error     text,                         -- runOnce: the message of the last failed attempt
+  term           bigint NOT NULL DEFAULT 0,    -- leader: the last term elected, the fencing token
+  elected_at     timestamptz,                  -- leader: when that term began (server clock)
+  identity       text                          -- leader: who leads (leader's identity option)
 );`;
 
 /**
- * Upgrades a {@link JOBS_TABLE} created by an older pglock (before `per_ms`, where `runOnce` rejects
- * with `LockTableMissingError` naming this statement): it adds the column, and does nothing on a
- * table that has it. Rows already there keep working; each job's next run records its schedule.
+ * The columns an older {@link JOBS_TABLE} may lack, in the order they were added, each with its type
+ * as {@link JOBS_TABLE_DDL} declares it. The upgrade adds each one that is missing.
+ */
+const UPGRADE_COLUMNS = [
+  ['per_ms', 'bigint'],
+  ['cron', 'text'],
+  ['time_zone', 'text'],
+  ['period_end', 'timestamptz'],
+  ['run_ms', 'bigint'],
+  ['outcome', 'text'],
+  ['attempts', 'integer NOT NULL DEFAULT 0'],
+  ['attempt_period', 'timestamptz'],
+  ['last_error', 'text'],
+  ['identity', 'text'],
+] as const;
+
+/**
+ * Upgrades a {@link JOBS_TABLE} created by any older pglock (before `per_ms`, before `cron`…, where
+ * `runOnce` rejects with `LockTableMissingError` naming the missing column and this statement) to
+ * this version's columns: one `ALTER TABLE` adding each column it lacks, a no-op on a table that
+ * has them all. Every column is nullable or has a constant default, so no row is rewritten and rows
+ * already there keep working: each job's next run records its schedule.
  *
  * @example
  * ```ts
@@ -47,31 +75,55 @@ export const JOBS_TABLE_DDL = `CREATE TABLE IF NOT EXISTS pglock_jobs (
  * await pool.query(JOBS_TABLE_UPGRADE_DDL); // once, in a migration, before deploying this version
  * ```
  */
-export const JOBS_TABLE_UPGRADE_DDL = 'ALTER TABLE pglock_jobs ADD COLUMN IF NOT EXISTS per_ms bigint;';
+export const JOBS_TABLE_UPGRADE_DDL = `ALTER TABLE pglock_jobs
+${UPGRADE_COLUMNS.map(([column, type]) => `  ADD COLUMN IF NOT EXISTS ${column} ${type}`).join(',\n')};`;
 
-// The period is cut from now(), the start of the transaction the job runs in, so that now() and
-// every DEFAULT now() the job writes fall inside its period, even when the claim comes after a
-// period boundary the transaction began before (a wait for the lock, a nested call late in a
-// long transaction). Epoch-aligned in UTC, in integer milliseconds. The claim writes the run's
-// record in the caller's transaction only when no run of this period (or a later one) committed
-// and the row records no other schedule (a row without one, from before per_ms, takes this one).
-// It returns the period and the row's schedule either way, so one round trip says "claimed",
-// "done" or "another schedule", and for which period. The subquery in the last SELECT sees the row
-// as it was before this statement.
+// The claim of one run, in one round trip. The period is cut from now(), the start of the
+// transaction the job runs in, so that now() and every DEFAULT now() the job writes fall inside its
+// period, even when the claim comes after a period boundary the transaction began before (a wait for
+// the lock, a nested call late in a long transaction). For per it is cut here, epoch-aligned in UTC,
+// in integer milliseconds; for cron the caller cut it in JS from this transaction's now() (read
+// first) and passes its bounds (the period, and the start of the one before it). With catchUp
+// 'last', a row whose last run is older than the period before the current one gets that period
+// instead. The claim writes the run's record in the caller's transaction only when no run of the
+// period (or a later one) committed, the row records no other schedule (a row without one takes
+// this one), and minIntervalMs has passed since the last run took the lock. It returns the period
+// and the row as it was (its schedule, its last period) either way, so one round trip says
+// "claimed", "done", "too soon" or "another schedule", and for which period: the final SELECT sees
+// the row as it was before this statement. Values are strings ('' for none): see statement.ts.
 const claimText = statementText(
-  `WITH p AS (SELECT $1::text::bigint AS per, $2::text::bigint AS key, floor(extract(epoch FROM now()) * 1000)::bigint AS ms),
-  s AS (SELECT ms - ms % per AS start_ms, per, key FROM p),
+  `WITH p AS (
+    SELECT $1::text::bigint AS key, $2::text AS name, nullif($3::text, '') AS namespace,
+      nullif($4::text, '')::bigint AS per, nullif($5::text, '') AS cron, nullif($6::text, '') AS zone,
+      nullif($7::text, '')::bigint AS gstart, nullif($8::text, '')::bigint AS gend, nullif($9::text, '')::bigint AS gbefore,
+      nullif($10::text, '')::bigint AS gap, $11::text = 'last' AS catchup,
+      floor(extract(epoch FROM now()) * 1000)::bigint AS ms),
+  c AS (
+    SELECT p.*, coalesce(gstart, ms - ms % per) AS cur, coalesce(gend, ms - ms % per + per) AS nxt,
+      coalesce(gbefore, ms - ms % per - per) AS before,
+      (SELECT floor(extract(epoch FROM j.period_start) * 1000)::bigint FROM pglock_jobs AS j WHERE j.key = p.key) AS prev
+    FROM p),
+  s AS (
+    SELECT c.*, CASE WHEN catchup AND prev < before THEN before ELSE cur END AS start_ms,
+      CASE WHEN catchup AND prev < before THEN cur ELSE nxt END AS end_ms
+    FROM c),
   claimed AS (
-    INSERT INTO pglock_jobs AS j (key, name, namespace, per_ms, period_start, ran_at)
-    SELECT s.key, $3::text, nullif($4::text, ''), s.per, to_timestamp(s.start_ms / 1000.0), statement_timestamp() FROM s
-    ON CONFLICT (key) DO UPDATE SET per_ms = excluded.per_ms, period_start = excluded.period_start, ran_at = excluded.ran_at
-    WHERE (j.per_ms IS NULL OR j.per_ms = excluded.per_ms)
+    INSERT INTO pglock_jobs AS j (key, name, namespace, per_ms, cron, time_zone, period_start, period_end, ran_at)
+    SELECT s.key, s.name, s.namespace, s.per, s.cron, s.zone, to_timestamp(s.start_ms / 1000.0),
+      to_timestamp(s.end_ms / 1000.0), statement_timestamp() FROM s
+    ON CONFLICT (key) DO UPDATE SET per_ms = excluded.per_ms, cron = excluded.cron, time_zone = excluded.time_zone,
+      period_start = excluded.period_start, period_end = excluded.period_end, ran_at = excluded.ran_at
+    WHERE ((j.per_ms IS NULL AND j.cron IS NULL)
+        OR (j.per_ms IS NOT DISTINCT FROM excluded.per_ms AND j.cron IS NOT DISTINCT FROM excluded.cron
+          AND j.time_zone IS NOT DISTINCT FROM excluded.time_zone))
       AND (j.period_start IS NULL OR j.period_start < excluded.period_start)
+      AND (j.ran_at IS NULL OR (SELECT gap FROM p) IS NULL
+        OR j.ran_at <= excluded.ran_at - (SELECT gap FROM p) * interval '1 millisecond')
     RETURNING 1
   )
-  SELECT start_ms::text AS start, (start_ms + per)::text AS finish, (SELECT count(*) FROM claimed)::int AS claimed,
-    (SELECT j.per_ms::text FROM pglock_jobs AS j WHERE j.key = s.key) AS stored
-  FROM s`,
+  SELECT s.start_ms::text AS start, s.end_ms::text AS finish, (SELECT count(*) FROM claimed)::int AS claimed,
+    s.prev::text AS prev, j.per_ms::text AS stored, j.cron AS storedcron, j.time_zone AS storedzone
+  FROM s LEFT JOIN pglock_jobs AS j ON j.key = s.key`,
 );
 
 // now(): on the transaction a nested call runs in, the period its job would have run for; alone,
@@ -81,6 +133,9 @@ const periodText = statementText(
     SELECT ms - ms % per AS start_ms, per FROM (
       SELECT $1::text::bigint AS per, floor(extract(epoch FROM now()) * 1000)::bigint AS ms) AS p) AS s`,
 );
+
+// The transaction's now() in integer epoch milliseconds, for a cron schedule's period (cut in JS).
+const nowText = statementText('SELECT floor(extract(epoch FROM now()) * 1000)::bigint::text AS ms');
 
 // Runs on the connection that holds the leader's session lock, so it can only take effect while
 // that lock is held: a deposed leader's backend is gone before a standby can be elected.
@@ -96,9 +151,45 @@ function rowValues(key: BigintLockKey): [string, string, string] {
   return [String(key.value), key.name ?? String(key.value), key.namespace ?? ''];
 }
 
-/** `runOnce`'s claim of the current period for `key`. */
-export function claimStatement(key: BigintLockKey, perMs: number): Statement {
-  return claimText.bind([String(perMs), ...rowValues(key)]);
+/** What a claim asks for, beside the job's row: its schedule, and the run limits it checks. */
+export interface ClaimRequest {
+  /** `per`, in ms; `undefined` for a cron schedule. */
+  readonly perMs?: number | undefined;
+  /** A cron schedule, with the bounds of the period cut from the transaction's `now()` (epoch ms). */
+  readonly cron?:
+    | {
+        readonly expression: string;
+        readonly timeZone: string;
+        /** The current period, `[start, end)`, and the start of the period before it. */
+        readonly start: number;
+        readonly end: number;
+        readonly before: number;
+      }
+    | undefined;
+  /** `minIntervalMs` (`0`: none). */
+  readonly minIntervalMs: number;
+  readonly catchUp: 'none' | 'last';
+}
+
+/** `runOnce`'s claim of the current period (or, catching up, the one before it) for `key`. */
+export function claimStatement(key: BigintLockKey, request: ClaimRequest): Statement {
+  const { cron } = request;
+  return claimText.bind([
+    ...rowValues(key),
+    request.perMs === undefined ? '' : String(request.perMs),
+    cron?.expression ?? '',
+    cron?.timeZone ?? '',
+    cron === undefined ? '' : String(cron.start),
+    cron === undefined ? '' : String(cron.end),
+    cron === undefined ? '' : String(cron.before),
+    request.minIntervalMs > 0 ? String(request.minIntervalMs) : '',
+    request.catchUp,
+  ]);
+}
+
+/** The transaction's `now()` (column `ms`, epoch milliseconds as text), for a cron schedule. */
+export function nowStatement(): Statement {
+  return nowText.bind([]);
 }
 
 /** The current period alone (no table), for a call that found the job busy. */
@@ -113,8 +204,9 @@ export function electStatement(key: BigintLockKey): Statement {
 
 /**
  * The error for a failed statement on the jobs table: `LockTableMissingError` when the table does not
- * exist (42P01, with the DDL) or lacks `per_ms` (42703, a table from an older pglock, with the upgrade);
- * either also aborts the transaction it ran in. Else `LockQueryError`.
+ * exist (42P01, with the DDL) or lacks a column (42703, a table from an older pglock: the error names
+ * the column the server named, and gives the upgrade); either also aborts the transaction it ran in.
+ * Else `LockQueryError`.
  */
 export function jobsTableError(
   error: unknown,
@@ -132,11 +224,37 @@ export function jobsTableError(
     );
   }
   if (state === SqlState.undefinedColumn) {
+    const column = missingColumnOf(error);
     return new LockTableMissingError(
-      `${verb}: the table ${JOBS_TABLE} has no column per_ms: it was created by an older pglock. ${verb} records each job's schedule there, to refuse a caller with another per. ` +
-        `Upgrade the table once, in a migration (\`pglock schema\` prints it too; rows already there keep working; docs/scheduling.md has it for Prisma, Drizzle and Kysely):\n\n${JOBS_TABLE_UPGRADE_DDL}\n`,
-      { keys: [key], cause: error, ddl: JOBS_TABLE_UPGRADE_DDL, column: 'per_ms' },
+      `${verb}: the table ${JOBS_TABLE} has no column ${column ?? 'this version needs'}: it was created by an older pglock. ` +
+        `Upgrade the table once, in a migration: the statement below adds every column it lacks, and does nothing to one it has (\`pglock schema\` prints it too; rows already there keep working; docs/scheduling.md has it for Prisma, Drizzle and Kysely):\n\n${JOBS_TABLE_UPGRADE_DDL}\n`,
+      { keys: [key], cause: error, ddl: JOBS_TABLE_UPGRADE_DDL, column },
     );
   }
   return queryFailed({ keys: [key] }, verb, doing, error);
+}
+
+// PostgreSQL says `column "cron" of relation "pglock_jobs" does not exist` (an INSERT's column list)
+// or `column j.cron does not exist` (a reference); an ORM may wrap the driver's error (cause, Prisma's
+// meta.driverAdapterError), so the messages are read a few levels down.
+const MISSING_COLUMN = /column "?(?:\w+\.)?(\w+)"? (?:of relation "?\w+"? )?does not exist/;
+const KNOWN_COLUMNS: readonly string[] = UPGRADE_COLUMNS.map(([column]) => column);
+
+/** The column of the jobs table a 42703 error names, when it is one an upgrade adds. */
+function missingColumnOf(error: unknown, depth = 0): string | undefined {
+  if (typeof error !== 'object' || error === null || depth > 5) return undefined;
+  const candidate = error as {
+    message?: unknown;
+    originalMessage?: unknown;
+    cause?: unknown;
+    meta?: { driverAdapterError?: unknown };
+  };
+  for (const text of [candidate.originalMessage, candidate.message]) {
+    const found = typeof text === 'string' ? MISSING_COLUMN.exec(text)?.[1] : undefined;
+    if (found !== undefined && KNOWN_COLUMNS.includes(found)) return found;
+  }
+  return (
+    missingColumnOf(candidate.meta?.driverAdapterError, depth + 1) ??
+    missingColumnOf(candidate.cause, depth + 1)
+  );
 }

@@ -9,7 +9,17 @@ export const SESSION_LOCK_OPTION_KEYS = [...LOCK_OPTION_KEYS, 'heartbeatMs'] as 
 /** `isLocked`: a snapshot of one key, whichever mode holds it. */
 export const IS_LOCKED_OPTION_KEYS = ['namespace'] as const;
 /** `runOnce`. */
-export const RUN_ONCE_OPTION_KEYS = ['per', 'timeoutMs', 'signal', 'namespace', 'transaction'] as const;
+export const RUN_ONCE_OPTION_KEYS = [
+  'per',
+  'cron',
+  'timeZone',
+  'timeoutMs',
+  'signal',
+  'namespace',
+  'transaction',
+  'minIntervalMs',
+  'catchUp',
+] as const;
 /** `leader`. */
 export const LEADER_OPTION_KEYS = ['onElected', 'onError', 'heartbeatMs', 'namespace', 'retryMs'] as const;
 /** The defaults of `advisoryLocks(db, defaults)` core reads (an adapter may add its own). */
@@ -41,6 +51,12 @@ const ALIASES: Readonly<Record<string, string>> = {
   period: 'per',
   interval: 'per',
   every: 'per',
+  schedule: 'cron',
+  tz: 'timeZone',
+  lockatleastfor: 'minIntervalMs',
+  mininterval: 'minIntervalMs',
+  catchup: 'catchUp',
+  fill: 'catchUp',
 };
 
 /** Where a checked object sits, and what its message offers. */

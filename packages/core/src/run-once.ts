@@ -1,10 +1,26 @@
 import type { DurationString } from './duration.ts';
-import { parseDuration } from './duration.ts';
 import { InvalidLockKeyError, InvalidLockOptionsError } from './errors.ts';
 import { ScheduleMismatchError } from './job-errors.ts';
-import { claimStatement, JOBS_TABLE, jobsTableError, periodStatement } from './jobs-table.ts';
+import {
+  conflictsWith,
+  cronPeriod,
+  describeSchedule,
+  type JobSchedule,
+  missedPeriods,
+  parseSchedule,
+  type Schedule,
+} from './job-schedule.ts';
+import {
+  type ClaimRequest,
+  claimStatement,
+  JOBS_TABLE,
+  jobsTableError,
+  nowStatement,
+  periodStatement,
+} from './jobs-table.ts';
 import { type BigintLockKey, formatLockKey, lockKey } from './lock-key.ts';
-import type { Row } from './lock-port.ts';
+import { checkDuration } from './lock-options.ts';
+import type { PortConnection, Row } from './lock-port.ts';
 import { queryFailed } from './messages.ts';
 import { contextOfTransaction } from './nesting.ts';
 import { checkOptionKeys, RUN_ONCE_OPTION_KEYS } from './option-keys.ts';
@@ -21,35 +37,53 @@ import {
 import type { TransactionSettings } from './transaction-settings.ts';
 
 /**
- * One period of a `runOnce` job: `[start, end)`, epoch-aligned in UTC on the database server's clock.
- * It is the period of the job's transaction's `now()`, so `now()` (and `DEFAULT now()`) in the job
- * always falls inside it.
+ * One period of a `runOnce` job: `[start, end)` on the database server's clock. With `per`,
+ * epoch-aligned in UTC; with `cron`, from the latest cron timestamp at or before the server's `now()`
+ * to the next one. It is the period of the job's transaction's `now()`, so `now()` (and
+ * `DEFAULT now()`) in the job always falls inside it, except for a run that catches up a missed period
+ * (`catchUp: 'last'`), whose period is that earlier one.
  */
 export interface RunOncePeriod {
   readonly start: Date;
   readonly end: Date;
 }
 
-/**
- * Options of `runOnce`.
- *
- * @example
- * ```ts
- * import type { RunOnceOptions } from '@pglock/core';
- *
- * const hourly: RunOnceOptions = { per: '1h' };
- * const patient: RunOnceOptions = { per: 30_000, timeoutMs: 5_000, namespace: 'billing' };
- * ```
- */
-export interface RunOnceOptions<S extends TransactionSettings = TransactionSettings> {
+/** A `per` schedule (see {@link RunOnceOptions}). */
+export interface RunOncePer {
   /**
    * The period: milliseconds, or `'30s'`, `'15m'`, `'1h'`, `'1d'` (a whole number and one unit of
    * ms, s, m, h, d; at most 2^31-1 ms, about 24.8 days). Periods are cut from the database server's
    * clock (`now()` of the job's transaction), epoch-aligned in UTC: `'1d'` starts at 00:00 UTC, `'7d'`
    * on Thursdays (1970-01-01 was one). One name is one schedule: the job's row records `per`, and a
-   * call with another `per` rejects with `ScheduleMismatchError`.
+   * call with another schedule rejects with `ScheduleMismatchError`.
    */
   readonly per: number | DurationString;
+  readonly cron?: undefined;
+  readonly timeZone?: undefined;
+}
+
+/** A `cron` schedule (see {@link RunOnceOptions}). */
+export interface RunOnceCron {
+  /**
+   * A cron expression: 5 fields (`'0 3 * * *'`: minute hour day-of-month month day-of-week) or 6,
+   * seconds first (`'*⁠/10 * * * * *'`), as croner reads them (ranges, steps, names, `L`, `W`, `#`,
+   * `@daily`). Each cron timestamp starts a period that lasts until the next one, and runs at most
+   * once across the fleet. The job's row records the expression and the zone, and a call with another
+   * schedule rejects with `ScheduleMismatchError`.
+   */
+  readonly cron: string;
+  /**
+   * The IANA time zone the expression is read in (`'Europe/Berlin'`), default `'UTC'`. DST gaps and
+   * repeats are croner's: a fixed-time job (`'30 2 * * *'`) runs once on a repeated 02:30, and at
+   * 03:00 on the day a gap skips it; an interval job (`'*⁠/30 * * * *'`) runs on both occurrences of a
+   * repeated time and skips the times of a gap.
+   */
+  readonly timeZone?: string | undefined;
+  readonly per?: undefined;
+}
+
+/** The options of `runOnce` beside its schedule (see {@link RunOnceOptions}). */
+export interface RunOnceRunOptions<S extends TransactionSettings = TransactionSettings> {
   /**
    * `0` or absent: try once, and resolve `{ ran: false, reason: 'busy' }` while another caller runs
    * the job. Positive: wait at most this long for it; a wait that ends with the other run committed
@@ -62,20 +96,72 @@ export interface RunOnceOptions<S extends TransactionSettings = TransactionSetti
   readonly namespace?: string | undefined;
   /** How the job's transaction is opened (refused when the call nests in a running transaction). */
   readonly transaction?: S | undefined;
-}
-
-/** What the job gets besides the transaction: the period it runs for. */
-export interface RunOnceContext {
-  readonly period: RunOncePeriod;
+  /**
+   * ShedLock's `lockAtLeastFor`: a run starts no sooner than this many ms after the last committed
+   * run started (its `ran_at`, on the server's clock), also when that run was for another period; a
+   * call refused for that resolves `{ ran: false, reason: 'too-soon' }`. `0` or absent: no minimum.
+   */
+  readonly minIntervalMs?: number | undefined;
+  /**
+   * What runs after periods were missed (no run committed in them: downtime, an overrun, a
+   * `minIntervalMs`). `'none'` (default): the current period, with `missed` saying how many were
+   * skipped. `'last'`: the latest missed period first (the run's `period` is that one, the row
+   * records it); the current period runs on the next call.
+   */
+  readonly catchUp?: 'none' | 'last' | undefined;
 }
 
 /**
- * What `runOnce` resolves: `ran: true` with the job's value when this call ran it, else why not:
- * `'done'` (a run of this period committed already) or `'busy'` (another caller is running it now).
+ * Options of `runOnce`: a schedule (`per`, or `cron` with an optional `timeZone`; exactly one), and
+ * how it runs.
+ *
+ * @example
+ * ```ts
+ * import type { RunOnceOptions } from '@pglock/core';
+ *
+ * const hourly: RunOnceOptions = { per: '1h' };
+ * const patient: RunOnceOptions = { per: 30_000, timeoutMs: 5_000, namespace: 'billing' };
+ * const nightly: RunOnceOptions = { cron: '0 3 * * *', timeZone: 'Europe/Berlin', catchUp: 'last' };
+ * const spaced: RunOnceOptions = { cron: '* * * * *', minIntervalMs: 5 * 60_000 };
+ * ```
  */
-export type RunOnceResult<T> =
-  | { readonly ran: true; readonly value: T; readonly period: RunOncePeriod }
-  | { readonly ran: false; readonly reason: 'done' | 'busy'; readonly period: RunOncePeriod };
+export type RunOnceOptions<S extends TransactionSettings = TransactionSettings> = RunOnceRunOptions<S> &
+  (RunOncePer | RunOnceCron);
+
+/** What the job gets besides the transaction. */
+export interface RunOnceContext {
+  /** The period it runs for. */
+  readonly period: RunOncePeriod;
+  /**
+   * How many periods of its schedule lie between the last committed run's period and this one (no
+   * run took them); `0` on the first run. A cron count stops at 1000.
+   */
+  readonly missed: number;
+}
+
+/** Why a `runOnce` call did not run its job (see {@link RunOnceResult}). */
+export type RunOnceReason = 'done' | 'busy' | 'too-soon';
+
+/**
+ * The reasons a call with options of type `O` can answer: `'too-soon'` only when `O` may carry a
+ * `minIntervalMs`, so code written before it (an exhaustive `switch` over `'done' | 'busy'`) still
+ * compiles.
+ */
+export type RunOnceReasonOf<O> = 'minIntervalMs' extends keyof O
+  ? O[keyof O & 'minIntervalMs'] extends undefined
+    ? 'done' | 'busy'
+    : RunOnceReason
+  : 'done' | 'busy';
+
+/**
+ * What `runOnce` resolves: `ran: true` with the job's value when this call ran it, else why not:
+ * `'done'` (a run of this period committed already), `'busy'` (another caller is running it now) or
+ * `'too-soon'` (`minIntervalMs` has not passed since the last run started; only a call given
+ * `minIntervalMs` is typed with it).
+ */
+export type RunOnceResult<T, R extends RunOnceReason = RunOnceReason> =
+  | { readonly ran: true; readonly value: T; readonly period: RunOncePeriod; readonly missed: number }
+  | { readonly ran: false; readonly reason: R; readonly period: RunOncePeriod };
 
 /** The name's key, with the name and namespace kept on it (they name the job's row). */
 export function jobKey(name: unknown, namespace: string | undefined, verb: string): BigintLockKey {
@@ -123,11 +209,14 @@ async function runJob<Db, Tx, T>(
   verb = 'runOnce',
 ): Promise<RunOnceResult<T>> {
   if (typeof options !== 'object' || options === null) {
-    throw new InvalidLockOptionsError(`${verb}: options must be an object with per, e.g. { per: '1h' }.`);
+    throw new InvalidLockOptionsError(
+      `${verb}: options must be an object with a schedule, e.g. { per: '1h' } or { cron: '0 3 * * *' }.`,
+    );
   }
   checkOptionKeys(options, RUN_ONCE_OPTION_KEYS, verb);
   if (typeof fn !== 'function') throw new InvalidLockOptionsError(`${verb}: the job must be a function.`);
-  const perMs = parseDuration(options.per, 'per', verb);
+  const schedule = parseSchedule(options, verb);
+  const limits = runLimitsOf(options, verb);
   const key = jobKey(name, options.namespace ?? scope.defaults.namespace, verb);
   const lockOptions: WithLockOptions = {
     timeoutMs: options.timeoutMs,
@@ -135,7 +224,6 @@ async function runJob<Db, Tx, T>(
     transaction: options.transaction,
     shared: false,
   };
-  const claim = claimStatement(key, perMs);
   let outcome: TryResult<RunOnceResult<T>>;
   try {
     outcome = (await runLocked(
@@ -144,19 +232,10 @@ async function runJob<Db, Tx, T>(
       async (tx: Tx): Promise<RunOnceResult<T>> => {
         const connection = contextOfTransaction(tx)?.connection;
         if (connection === undefined) throw new Error('pglock bug: runOnce ran outside its lock context');
-        let rows: readonly Row[];
-        try {
-          rows = await connection.query(claim);
-        } catch (error) {
-          if (sqlStateOf(error) === SERIALIZATION_FAILURE) throw new Busy(error);
-          throw jobsTableError(error, key, verb, 'recording the run under');
-        }
-        const period = periodOf(rows[0]);
-        const stored = cell(rows[0] ?? {}, 'stored');
-        if (stored !== null && stored !== undefined && Number(stored) !== perMs)
-          throw scheduleMismatch(key, perMs, Number(stored), verb);
-        if (Number(cell(rows[0] ?? {}, 'claimed')) !== 1) return { ran: false, reason: 'done', period };
-        return { ran: true, value: await fn(tx, { period }), period };
+        const claim = await claimPeriod(connection, key, schedule, limits, verb);
+        if (!claim.claimed) return { ran: false, reason: claim.reason, period: claim.period };
+        const { period, missed } = claim;
+        return { ran: true, value: await fn(tx, { period, missed }), period, missed };
       },
       lockOptions,
       true,
@@ -167,7 +246,66 @@ async function runJob<Db, Tx, T>(
     outcome = { acquired: false };
   }
   if (outcome.acquired) return outcome.value;
-  return { ran: false, reason: 'busy', period: await currentPeriod(scope, key, perMs, verb) };
+  return { ran: false, reason: 'busy', period: await currentPeriod(scope, key, schedule, verb) };
+}
+
+/** `minIntervalMs` and `catchUp`, checked before any SQL. */
+function runLimitsOf(options: RunOnceOptions, verb: string): Pick<ClaimRequest, 'minIntervalMs' | 'catchUp'> {
+  const { minIntervalMs = 0, catchUp = 'none' } = options;
+  if (catchUp !== 'none' && catchUp !== 'last') {
+    throw new InvalidLockOptionsError(
+      `${verb}: catchUp must be 'none' (run the current period) or 'last' (run the latest missed period first) (got ${typeof catchUp === 'string' ? JSON.stringify(catchUp) : String(catchUp)}).`,
+    );
+  }
+  return { minIntervalMs: checkDuration(minIntervalMs, 'minIntervalMs', verb, 0), catchUp };
+}
+
+type Claim =
+  | { readonly claimed: true; readonly period: RunOncePeriod; readonly missed: number }
+  | { readonly claimed: false; readonly reason: 'done' | 'too-soon'; readonly period: RunOncePeriod };
+
+/**
+ * Claims the job's period in its transaction (see claimStatement): for a cron schedule, after
+ * reading the transaction's `now()` to cut the period from. Throws `ScheduleMismatchError` when the
+ * row records another schedule (nothing was written then).
+ */
+async function claimPeriod(
+  connection: PortConnection,
+  key: BigintLockKey,
+  schedule: Schedule,
+  limits: Pick<ClaimRequest, 'minIntervalMs' | 'catchUp'>,
+  verb: string,
+): Promise<Claim> {
+  let row: Row;
+  try {
+    let cron: ClaimRequest['cron'];
+    if ('cron' in schedule) {
+      const [now] = await connection.query(nowStatement());
+      const { cron: expression, timeZone } = schedule.spec;
+      cron = { expression, timeZone, ...cronPeriod(schedule.cron, Number(cell(now ?? {}, 'ms'))) };
+    }
+    const perMs = schedule.spec.kind === 'per' ? schedule.spec.perMs : undefined;
+    const [claimed] = await connection.query(claimStatement(key, { perMs, cron, ...limits }));
+    row = claimed ?? {};
+  } catch (error) {
+    if (sqlStateOf(error) === SERIALIZATION_FAILURE) throw new Busy(error);
+    throw jobsTableError(error, key, verb, 'recording the run under');
+  }
+  const period = periodOf(row);
+  const stored = conflictsWith(
+    schedule.spec,
+    cell(row, 'stored'),
+    cell(row, 'storedcron'),
+    cell(row, 'storedzone'),
+  );
+  if (stored !== undefined) throw scheduleMismatch(key, schedule.spec, stored, verb);
+  const prev = cell(row, 'prev');
+  const previous = prev === null || prev === undefined ? undefined : Number(prev);
+  if (Number(cell(row, 'claimed')) === 1) {
+    return { claimed: true, period, missed: missedPeriods(schedule, previous, period.start.getTime()) };
+  }
+  const done = previous !== undefined && previous >= period.start.getTime();
+  return { claimed: false, reason: done ? 'done' : 'too-soon', period };
 }
 
 /**
@@ -178,41 +316,32 @@ async function runJob<Db, Tx, T>(
 async function currentPeriod<Db, Tx>(
   scope: VerbScope<Db, Tx>,
   key: BigintLockKey,
-  perMs: number,
+  schedule: Schedule,
   verb: string,
 ): Promise<RunOncePeriod> {
-  const statement = periodStatement(perMs);
+  const statement = 'cron' in schedule ? nowStatement() : periodStatement(schedule.spec.perMs);
+  let row: Row | undefined;
   try {
     const connection = nestingConnection(scope);
-    const [row] = await (connection === undefined
+    [row] = await (connection === undefined
       ? scope.port.query(scope.db, statement)
       : connection.query(statement));
-    return periodOf(row);
   } catch (error) {
     throw queryFailed({ keys: [key] }, verb, 'reading the period of', error);
   }
+  if (!('cron' in schedule)) return periodOf(row);
+  const { start, end } = cronPeriod(schedule.cron, Number(cell(row ?? {}, 'ms')));
+  return Object.freeze({ start: new Date(start), end: new Date(end) });
 }
 
-/** A `per` for a message: `86400000` → `'1d' (86400000 ms)`, `1500` → `1500 ms`. */
-function describePer(ms: number): string {
-  for (const [unit, size] of [
-    ['d', 86_400_000],
-    ['h', 3_600_000],
-    ['m', 60_000],
-    ['s', 1_000],
-  ] as const) {
-    if (ms % size === 0) return `'${ms / size}${unit}' (${ms} ms)`;
-  }
-  return `${ms} ms`;
-}
-
-function scheduleMismatch(key: BigintLockKey, perMs: number, storedPerMs: number, verb: string) {
+function scheduleMismatch(key: BigintLockKey, schedule: JobSchedule, stored: JobSchedule, verb: string) {
+  const reset = `UPDATE ${JOBS_TABLE} SET per_ms = NULL, cron = NULL, time_zone = NULL, period_start = NULL, period_end = NULL WHERE key = ${String(key.value)};`;
   return new ScheduleMismatchError(
-    `${verb}: the job ${formatLockKey(key)} runs per ${describePer(storedPerMs)} (recorded in ${JOBS_TABLE} by its earlier runs), but this call asks for per ${describePer(perMs)}; nothing ran. ` +
-      `One name is one schedule: a period of another length would read the job's last run wrong. ` +
-      `For a second schedule, use another name. To move this job to the new per once no caller uses the old one, reset its row: ` +
-      `UPDATE ${JOBS_TABLE} SET per_ms = NULL, period_start = NULL WHERE key = ${String(key.value)}; (docs/scheduling.md, "Changing per").`,
-    { keys: [key], perMs, storedPerMs },
+    `${verb}: the job ${formatLockKey(key)} runs on ${describeSchedule(stored)} (recorded in ${JOBS_TABLE} by its earlier runs), but this call asks for ${describeSchedule(schedule)}; nothing ran. ` +
+      `One name is one schedule: periods of another schedule would read the job's last run wrong. ` +
+      `For a second schedule, use another name. To move this job to the new schedule once no caller uses the old one, reset its row: ` +
+      `${reset} (docs/scheduling.md, "Changing a schedule").`,
+    { keys: [key], schedule, storedSchedule: stored },
   );
 }
 

@@ -67,20 +67,31 @@ export interface AdvisoryLocks<Tx, InTx = Tx, S extends TransactionSettings = Tr
   /**
    * Runs `fn` at most once per period across every process: in a transaction that tries the name's
    * lock and records the period's run in `pglock_jobs`, so the job's writes and "done for this
-   * period" commit together. Resolves `{ ran: true, value, period }`, or `{ ran: false, reason }`
-   * with `'done'` (this period's run committed) or `'busy'` (another caller runs it now; it does not
-   * wait unless `timeoutMs`). When `fn` throws (or its process dies) everything rolls back, the error
-   * reaches the caller unchanged, and the next caller in the period runs it. One name is one
-   * schedule: a `per` other than the one the job's row records is `ScheduleMismatchError`. A missing
-   * table is `LockTableMissingError`, whose message holds the DDL (for a table from before `per_ms`,
-   * the upgrade).
+   * period" commit together. The schedule is `per` (epoch-aligned periods) or `cron` with a
+   * `timeZone` (a period from one cron timestamp to the next); `minIntervalMs` spaces runs out, and
+   * the job's `missed` (with `catchUp: 'last'`) tells of periods no run took. Resolves
+   * `{ ran: true, value, period, missed }`, or `{ ran: false, reason }` with `'done'` (this period's
+   * run committed), `'busy'` (another caller runs it now; it does not wait unless `timeoutMs`) or
+   * `'too-soon'` (`minIntervalMs`). When `fn` throws (or its process dies) everything rolls back, the
+   * error reaches the caller unchanged, and the next caller in the period runs it. One name is one
+   * schedule: another schedule than the one the job's row records is `ScheduleMismatchError`. A
+   * missing table is `LockTableMissingError`, whose message holds the DDL (for a table from an older
+   * pglock, the missing column and the upgrade).
    *
    * @example
    * ```ts
    * const result = await locks.runOnce('leaderboard', { per: '15m' }, async (tx) => rebuildLeaderboard(tx));
    * if (!result.ran) console.log(`skipped (${result.reason}) until ${result.period.end.toISOString()}`);
+   * const nightly = await locks.runOnce('report', { cron: '0 3 * * *', timeZone: 'Europe/Berlin' }, async (tx, { missed }) =>
+   *   buildReport(tx, { missed }),
+   * );
    * ```
    */
+  runOnce<T>(
+    name: string,
+    options: RunOnceOptions<S> & { readonly minIntervalMs?: undefined },
+    fn: (tx: Tx, run: RunOnceContext) => Promise<T>,
+  ): Promise<RunOnceResult<T, 'done' | 'busy'>>;
   runOnce<T>(
     name: string,
     options: RunOnceOptions<S>,

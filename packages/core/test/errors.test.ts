@@ -41,8 +41,8 @@ describe('errors', () => {
     const copy = (await import(/* @vite-ignore */ otherCopy)) as typeof import('../src/job-errors.ts');
     const foreign = new copy.ScheduleMismatchError('per', {
       keys: [lockKey('job')],
-      perMs: 1_000,
-      storedPerMs: 60_000,
+      schedule: { kind: 'per', perMs: 1_000 },
+      storedSchedule: { kind: 'per', perMs: 60_000 },
     });
     expect(ScheduleMismatchError.is(foreign)).toBe(true);
     expect(LockTableMissingError.is(foreign)).toBe(false);
@@ -53,6 +53,13 @@ describe('errors', () => {
       storedPerMs: 60_000,
     });
     expect(foreign.key).toMatchObject({ name: 'job' });
+    const cron = new ScheduleMismatchError('cron', {
+      keys: [lockKey('job')],
+      schedule: { kind: 'cron', cron: '0 3 * * *', timeZone: 'Europe/Berlin' },
+      storedSchedule: { kind: 'per', perMs: 60_000 },
+    });
+    expect(cron).toMatchObject({ perMs: undefined, storedPerMs: 60_000 });
+    expect(cron.schedule).toEqual({ kind: 'cron', cron: '0 3 * * *', timeZone: 'Europe/Berlin' });
   });
 
   // `pnpm test:unit` runs without a server (PGLOCK_NO_DATABASE=1); sql-state.test.ts covers the shapes.

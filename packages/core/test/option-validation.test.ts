@@ -124,7 +124,7 @@ describe('unknown option keys', () => {
       .catch((e: unknown) => e);
     expect(InvalidLockOptionsError.is(error)).toBe(true);
     expect((error as Error).message).toBe(
-      'runOnce: unknown option `lockAtMostFor`; the options of runOnce are per, timeoutMs, signal, namespace, transaction. Pass only those: an unknown key would be ignored, and the call would run without it.',
+      'runOnce: unknown option `lockAtMostFor`; the options of runOnce are per, cron, timeZone, timeoutMs, signal, namespace, transaction, minIntervalMs, catchUp. Pass only those: an unknown key would be ignored, and the call would run without it.',
     );
   });
 

@@ -246,8 +246,9 @@ export function withSessionLock<DB, T>(
 /**
  * Runs `fn` at most once per period across every process, in `db.transaction()` that tries the name's
  * lock and records the period's run in `pglock_jobs` (create it once: a Kysely migration is in
- * docs/scheduling.md, or `sql.raw(JOBS_TABLE_DDL)`). Resolves `{ ran: true, value, period }`, or
- * `{ ran: false, reason: 'done' | 'busy', period }`; a job that throws uses up nothing: its error
+ * docs/scheduling.md, or `sql.raw(JOBS_TABLE_DDL)`). The schedule is `per`, or `cron` with a
+ * `timeZone`. Resolves `{ ran: true, value, period, missed }`, or
+ * `{ ran: false, reason: 'done' | 'busy' | 'too-soon', period }`; a job that throws uses up nothing: its error
  * reaches you, everything rolls back, and the next caller in the period runs it.
  *
  * @example

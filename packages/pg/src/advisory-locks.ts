@@ -229,8 +229,9 @@ export function withSessionLock<T>(
 /**
  * Runs `fn` at most once per period across every process, in a transaction on one pinned client
  * that tries the name's lock and records the period's run in `pglock_jobs` (create it once with
- * `JOBS_TABLE_DDL`, or the DDL `pglock schema` prints). Resolves `{ ran: true, value, period }`, or
- * `{ ran: false, reason: 'done' | 'busy', period }`. A job that throws uses up nothing: its error
+ * `JOBS_TABLE_DDL`, or the DDL `pglock schema` prints). The schedule is `per`, or `cron` with a
+ * `timeZone`; `minIntervalMs` and `catchUp` as in docs/scheduling.md. Resolves
+ * `{ ran: true, value, period, missed }`, or `{ ran: false, reason: 'done' | 'busy' | 'too-soon', period }`. A job that throws uses up nothing: its error
  * reaches you unchanged, everything rolls back, and the next caller in the period runs it.
  *
  * @example
@@ -242,6 +243,11 @@ export function withSessionLock<T>(
  *   await client.query('INSERT INTO leaderboard_builds (period) VALUES ($1)', [period.start]);
  * });
  * if (!result.ran) console.log(`not this time: ${result.reason}`);
+ *
+ * // At 03:00 in Berlin, whatever the offset is that day; `missed` counts the days no run took.
+ * await runOnce(pool, 'nightly', { cron: '0 3 * * *', timeZone: 'Europe/Berlin' }, async (client, { missed }) => {
+ *   await client.query('INSERT INTO nightly_runs (missed) VALUES ($1)', [missed]);
+ * });
  * ```
  */
 export function runOnce<D extends PgQueryable, T>(

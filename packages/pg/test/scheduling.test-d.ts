@@ -4,7 +4,9 @@ import {
   advisoryLocks,
   type LeaderCampaign,
   leader,
+  type RunOnceOptions,
   type RunOncePeriod,
+  type RunOnceReasonOf,
   type RunOnceResult,
   runOnce,
 } from '../src/index.ts';
@@ -13,14 +15,15 @@ declare const pool: pg.Pool;
 
 describe('scheduling types', () => {
   it('runOnce gives the job the pool client and its period; the result narrows on ran', async () => {
-    const result = await runOnce(pool, 'report', { per: '1h' }, async (client, { period }) => {
+    const result = await runOnce(pool, 'report', { per: '1h' }, async (client, { period, missed }) => {
       expectTypeOf(client).toEqualTypeOf<pg.PoolClient>();
       expectTypeOf(period).toEqualTypeOf<RunOncePeriod>();
+      expectTypeOf(missed).toEqualTypeOf<number>();
       return 42;
     });
     expectTypeOf(result).toEqualTypeOf<RunOnceResult<number>>();
     if (result.ran) expectTypeOf(result.value).toEqualTypeOf<number>();
-    else expectTypeOf(result.reason).toEqualTypeOf<'done' | 'busy'>();
+    else expectTypeOf(result.reason).toEqualTypeOf<'done' | 'busy' | 'too-soon'>();
     expectTypeOf(result.period.start).toEqualTypeOf<Date>();
   });
 
@@ -34,6 +37,32 @@ describe('scheduling types', () => {
     runOnce(pool, 'a', {}, job);
     // @ts-expect-error Prisma's transaction timeout does not exist on node-postgres
     runOnce(pool, 'a', { per: '1h', transaction: { timeout: 10_000 } }, job);
+  });
+
+  it("'too-soon' is in the result's type only for a call that may carry minIntervalMs", async () => {
+    const locks = advisoryLocks(pool);
+    const plain = await locks.runOnce('a', { per: '1h' }, async () => 1);
+    if (!plain.ran) expectTypeOf(plain.reason).toEqualTypeOf<'done' | 'busy'>();
+    const spaced = await locks.runOnce('a', { cron: '0 * * * *', minIntervalMs: 5_000 }, async () => 1);
+    if (!spaced.ran) expectTypeOf(spaced.reason).toEqualTypeOf<'done' | 'busy' | 'too-soon'>();
+    const options: RunOnceOptions = { per: '1h' };
+    const typed = await locks.runOnce('a', options, async () => 1);
+    if (!typed.ran) expectTypeOf(typed.reason).toEqualTypeOf<'done' | 'busy' | 'too-soon'>();
+    expectTypeOf<RunOnceReasonOf<{ per: '1h' }>>().toEqualTypeOf<'done' | 'busy'>();
+    expectTypeOf<RunOnceReasonOf<RunOnceOptions>>().toEqualTypeOf<'done' | 'busy' | 'too-soon'>();
+  });
+
+  it('cron with an optional timeZone instead of per (never both); minIntervalMs and catchUp', () => {
+    const job = async () => undefined;
+    runOnce(pool, 'a', { cron: '0 3 * * *', timeZone: 'Europe/Berlin', catchUp: 'last' }, job);
+    runOnce(pool, 'a', { cron: '0,30 * * * * *', minIntervalMs: 5_000, timeoutMs: 500 }, job);
+    runOnce(pool, 'a', { per: '1h', minIntervalMs: 90 * 60_000, catchUp: 'none' }, job);
+    // @ts-expect-error per and cron are two schedules
+    runOnce(pool, 'a', { per: '1h', cron: '0 * * * *' }, job);
+    // @ts-expect-error timeZone goes with cron
+    runOnce(pool, 'a', { per: '1h', timeZone: 'UTC' }, job);
+    // @ts-expect-error catchUp is 'none' or 'last'
+    runOnce(pool, 'a', { cron: '0 * * * *', catchUp: 'all' }, job);
   });
 
   it('leader takes a pool and gives a campaign; onElected gets the term and the signal', () => {

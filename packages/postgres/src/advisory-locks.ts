@@ -183,7 +183,8 @@ export const withSessionLock = functions.withSessionLock;
 /**
  * Runs `fn` at most once per period across every process, in `sql.begin` that tries the name's lock
  * and records the period's run in `pglock_jobs` (create it once with `JOBS_TABLE_DDL`, or the DDL
- * `pglock schema` prints). Resolves `{ ran: true, value, period }`, or `{ ran: false, reason }`; a job
+ * `pglock schema` prints). The schedule is `per`, or `cron` with a `timeZone`. Resolves
+ * `{ ran: true, value, period, missed }`, or `{ ran: false, reason }` (`'done'`, `'busy'`, `'too-soon'`); a job
  * that throws uses up nothing: its error reaches you, everything rolls back, the next caller runs it.
  *
  * @example

@@ -68,14 +68,21 @@ export function advisoryLocks(defaults: PrismaLocksOptions = {}) {
       ): Promise<core.TryResult<R>> {
         return locksOf(Prisma.getExtensionContext(this)).tryWithLock(target, fn as Untyped<R>, options);
       },
-      /** Runs `fn(tx, { period })` at most once per period across every instance (see `runOnce`). */
-      $runOnce<C, R>(
+      /**
+       * Runs `fn(tx, { period, missed })` at most once per period across every instance (see
+       * `runOnce`); `'too-soon'` is in the result's type only when `options` may carry `minIntervalMs`.
+       */
+      $runOnce<C, R, O extends RunOnceOptions>(
         this: C,
         name: string,
-        options: RunOnceOptions,
+        options: O,
         fn: Job<C, R>,
-      ): Promise<core.RunOnceResult<R>> {
-        return locksOf(Prisma.getExtensionContext(this)).runOnce(name, options, fn as UntypedJob<R>);
+      ): Promise<core.RunOnceResult<R, core.RunOnceReasonOf<O>>> {
+        return locksOf(Prisma.getExtensionContext(this)).runOnce(
+          name,
+          options as RunOnceOptions,
+          fn as UntypedJob<R>,
+        ) as Promise<core.RunOnceResult<R, core.RunOnceReasonOf<O>>>;
       },
       /** The lock as the first element of `$transaction([…])` (or awaited on `tx`: `lock(tx, …)`). */
       $lock<C>(this: C, target: core.LockTarget, options?: PrismaBatchLockOptions): PrismaPromise<undefined> {
@@ -191,9 +198,10 @@ export const isLocked = functions.isLocked;
 export const inspectLocks = functions.inspectLocks;
 
 /**
- * Runs `fn(tx, { period })` at most once per period across every instance: the job's writes and its
- * "done for this period" record (table `pglock_jobs`, DDL from `pglock schema`) commit together.
- * Resolves `{ ran: true, value, period }` or `{ ran: false, reason: 'done' | 'busy', period }`.
+ * Runs `fn(tx, { period, missed })` at most once per period (of `per`, or of `cron` in a `timeZone`)
+ * across every instance: the job's writes and its "done for this period" record (table
+ * `pglock_jobs`, DDL from `pglock schema`) commit together. Resolves
+ * `{ ran: true, value, period, missed }` or `{ ran: false, reason: 'done' | 'busy' | 'too-soon', period }`.
  *
  * @example
  * ```ts

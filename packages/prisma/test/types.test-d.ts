@@ -29,6 +29,18 @@ const prisma = base.$extends(other).$extends(advisoryLocks({ namespace: 'app' })
 const lockedFirst = base.$extends(advisoryLocks()).$extends(other);
 
 describe('the extension on a generated client', () => {
+  it("$runOnce gives the period and missed; 'too-soon' is typed only with minIntervalMs", async () => {
+    const plain = await prisma.$runOnce('job', { per: '1h' }, async (_tx, { period, missed }) => {
+      expectTypeOf(period.start).toEqualTypeOf<Date>();
+      expectTypeOf(missed).toEqualTypeOf<number>();
+      return 1;
+    });
+    if (plain.ran) expectTypeOf(plain.value).toEqualTypeOf<number>();
+    else expectTypeOf(plain.reason).toEqualTypeOf<'done' | 'busy'>();
+    const spaced = await prisma.$runOnce('job', { cron: '0 3 * * *', minIntervalMs: 1_000 }, async () => 1);
+    if (!spaced.ran) expectTypeOf(spaced.reason).toEqualTypeOf<'done' | 'busy' | 'too-soon'>();
+  });
+
   it('$withLock resolves the callback value; tx keeps models and other extensions', () => {
     const result = prisma.$withLock('k', async (tx) => {
       expectTypeOf(tx.$hello()).toEqualTypeOf<'hi'>();

@@ -149,12 +149,13 @@ export const connectionSuites: readonly SuiteName[] = [
   'queue',
   'sessionLocks',
   'scheduling',
+  'schedules',
 ];
 
 /**
  * A driver option that renames result columns (postgres.js `transform: camel`): every suite in which
  * pglock reads a row back (try results, `isLocked`, `inspectLocks`, the jobs table, session pids and
- * heartbeats). Not the suites whose statements return nothing pglock reads.
+ * heartbeats, a schedule's claim). Not the suites whose statements return nothing pglock reads.
  */
 export const resultSuites: readonly SuiteName[] = [
   'exclusion',
@@ -163,6 +164,7 @@ export const resultSuites: readonly SuiteName[] = [
   'diagnostics',
   'sessionLocks',
   'scheduling',
+  'schedules',
 ];
 
 /**
@@ -184,7 +186,8 @@ export const controlSuites: readonly SuiteName[] = [
  * A transaction-mode pooler (PgBouncer) between the adapter and PostgreSQL, for the harnesses after
  * the one that runs the whole kit through it: sessions share server connections (session locks and
  * leaders are refused), `SET LOCAL` and savepoints must stay in one transaction, cancels are routed
- * by the pooler. Not key derivation, option checks, lock modes or events.
+ * by the pooler; runOnce's schedules work through it (transaction-scoped, with one more statement for
+ * cron). Not key derivation, option checks, lock modes or events.
  */
 export const poolerSuites: readonly SuiteName[] = [
   'exclusion',
@@ -197,4 +200,5 @@ export const poolerSuites: readonly SuiteName[] = [
   'sessionLocks',
   'transactionSettings',
   'scheduling',
+  'schedules',
 ];

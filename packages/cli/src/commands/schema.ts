@@ -10,7 +10,7 @@ const schemaSpec = {
   options: {},
   details: [
     'For a migration (pglock schema > migrations/0001_pglock_jobs.sql) or a pipe (pglock schema | psql). It connects to nothing; the DDL is idempotent.',
-    'After the CREATE TABLE comes the upgrade of a table an older pglock created (ALTER TABLE … ADD COLUMN IF NOT EXISTS): a no-op on a new table.',
+    'After the CREATE TABLE comes the upgrade of a table any older pglock created (one ALTER TABLE … ADD COLUMN IF NOT EXISTS … for every newer column): additive, a no-op on a new table.',
   ],
 } as const satisfies CommandSpec;
 
@@ -19,7 +19,7 @@ const schemaSpec = {
  * no-op on the new table), so that the same output creates a table or brings one up to date.
  */
 const SCHEMA_SQL = `${JOBS_TABLE_DDL}
--- A table created by an older pglock (before per_ms): add what runOnce needs (a no-op on the table above).
+-- A table created by an older pglock: add the columns it lacks (additive, existing rows keep working; a no-op on the table above).
 ${JOBS_TABLE_UPGRADE_DDL}
 `;
 

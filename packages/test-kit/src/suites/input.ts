@@ -111,7 +111,7 @@ export function inputSuite(ctx: SuiteContext): void {
         .catch((e: unknown) => e);
       expect(InvalidLockOptionsError.is(foreign), String(foreign)).toBe(true);
       expect((foreign as Error).message).toMatch(
-        /^runOnce: unknown option `lockAtMostFor`; the options of runOnce are per, timeoutMs, signal, namespace, transaction\./,
+        /^runOnce: unknown option `lockAtMostFor`; the options of runOnce are per, cron, timeZone, timeoutMs, signal, namespace, transaction, minIntervalMs, catchUp\./,
       );
       // A typo inside `transaction`, and in the factory's defaults (thrown where the factory is made).
       const typo = await instance

@@ -45,20 +45,29 @@ function legacyJobsTableDdl(table: string): string {
     ran_at timestamptz, term bigint NOT NULL DEFAULT 0, elected_at timestamptz)`;
 }
 
+/** `pglock_jobs` as pglock created it with `per_ms`, before `cron` and the run columns (frozen). */
+function perMsJobsTableDdl(table: string): string {
+  return `CREATE TABLE IF NOT EXISTS ${table} (
+    key bigint PRIMARY KEY, name text NOT NULL, namespace text, per_ms bigint, period_start timestamptz,
+    ran_at timestamptz, term bigint NOT NULL DEFAULT 0, elected_at timestamptz)`;
+}
+
 /**
  * Creates `pglock_jobs` in the test database (upgrading one an earlier run created), the empty
  * database beside it and the one with the older table, once.
  */
-async function setUpDatabases(backdoor: Backdoor): Promise<void> {
+export async function setUpDatabases(backdoor: Backdoor): Promise<void> {
   await backdoor.query('SELECT pg_advisory_lock($1::bigint)', [SETUP_KEY]);
   try {
     await backdoor.query(JOBS_TABLE_DDL);
     // Only when needed: ALTER TABLE waits for every transaction on the table, and blocks the next ones.
-    const [upgraded] = await backdoor.query(
-      `SELECT 1 AS ok FROM information_schema.columns
-        WHERE table_schema = current_schema() AND table_name = 'pglock_jobs' AND column_name = 'per_ms'`,
+    const wanted = [...JOBS_TABLE_UPGRADE_DDL.matchAll(/ADD COLUMN IF NOT EXISTS (\w+)/g)].map(([, c]) => c);
+    const [present] = await backdoor.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM information_schema.columns
+        WHERE table_schema = current_schema() AND table_name = 'pglock_jobs' AND column_name = ANY ($1::text[])`,
+      [wanted],
     );
-    if (!upgraded) await backdoor.query(JOBS_TABLE_UPGRADE_DDL);
+    if (present?.n !== wanted.length) await backdoor.query(JOBS_TABLE_UPGRADE_DDL);
     for (const database of [EMPTY_DATABASE, LEGACY_DATABASE]) {
       const [found] = await backdoor.query('SELECT 1 AS ok FROM pg_database WHERE datname = $1', [database]);
       if (!found) await backdoor.query(`CREATE DATABASE ${database}`);
@@ -442,7 +451,7 @@ function schedulingTests(ctx: SuiteContext): void {
     );
 
     it.skipIf(noBackdoor)(
-      `issue 23.5: a table from an older pglock (no per_ms) is LockTableMissingError with the upgrade; upgraded, its rows keep working${skipped(noBackdoor)}`,
+      `issue 23.5, 24.7: a table from an older pglock (no per_ms; no cron) is LockTableMissingError naming the column, with the upgrade; upgraded, its rows keep working${skipped(noBackdoor)}`,
       async () => {
         const legacy = await ctx.harness.open(databaseUrl(ctx.url, LEGACY_DATABASE));
         try {
@@ -467,36 +476,63 @@ function schedulingTests(ctx: SuiteContext): void {
         } finally {
           await legacy.close();
         }
-        // The upgrade, on such a table holding a row an older pglock wrote.
-        const schema = `pglock_kit_v1_${Math.random().toString(36).slice(2, 10)}`;
-        const { name, key } = ctx.name('run-once-upgraded');
-        await ctx.backdoor.query(`CREATE SCHEMA ${schema}`);
-        try {
-          await ctx.backdoor.query(legacyJobsTableDdl(`${schema}.pglock_jobs`));
-          await ctx.backdoor.query(
-            `INSERT INTO ${schema}.pglock_jobs (key, name, period_start, ran_at) VALUES ($1::bigint, $2, to_timestamp(0), to_timestamp(0))`,
-            [String(key), name],
-          );
-          // As documented, twice: it is idempotent.
-          await ctx.backdoor.query(
-            `BEGIN; SET LOCAL search_path TO ${schema}; ${JOBS_TABLE_UPGRADE_DDL} ${JOBS_TABLE_UPGRADE_DDL} COMMIT;`,
-          );
-          const instance = await ctx.open();
-          const run = await instance.withLock(ctx.name('run-once-upgraded-outer').name, async (sql) => {
-            await sql(`SET LOCAL search_path TO ${schema}`);
-            return instance.locks.runOnce(name, { per: '1h' }, async () => 'ran');
-          });
-          expect(run).toMatchObject({ ran: true, value: 'ran' });
-          const [row] = await ctx.backdoor.query<{ per: string; start: Date }>(
-            `SELECT per_ms::text AS per, period_start AS start FROM ${schema}.pglock_jobs WHERE key = $1::bigint`,
-            [String(key)],
-          );
-          expect(row).toEqual({ per: '3600000', start: run.period.start });
-        } finally {
-          await ctx.backdoor.query(`DROP SCHEMA ${schema} CASCADE`);
+        // The upgrade, on such a table holding a row an older pglock wrote: from before per_ms, and
+        // from the version with per_ms (before cron), whose table runOnce names the first column missing.
+        for (const [generation, ddl] of [
+          ['v1', legacyJobsTableDdl],
+          ['v2', perMsJobsTableDdl],
+        ] as const) {
+          await upgradedTableRuns(generation, ddl);
         }
       },
     );
+
+    /** A table of an older generation, with a row of that generation, upgraded: its row runs on. */
+    async function upgradedTableRuns(generation: string, ddl: (table: string) => string): Promise<void> {
+      const schema = `pglock_kit_${generation}_${Math.random().toString(36).slice(2, 10)}`;
+      const { name, key } = ctx.name('run-once-upgraded');
+      await ctx.backdoor.query(`CREATE SCHEMA ${schema}`);
+      try {
+        await ctx.backdoor.query(ddl(`${schema}.pglock_jobs`));
+        await ctx.backdoor.query(
+          `INSERT INTO ${schema}.pglock_jobs (key, name, period_start, ran_at) VALUES ($1::bigint, $2, to_timestamp(0), to_timestamp(0))`,
+          [String(key), name],
+        );
+        if (generation === 'v2') {
+          // Before the upgrade: the first column the claim names that the table lacks.
+          const instance = await ctx.open();
+          const before = await instance
+            .withLock(ctx.name('run-once-upgraded-outer').name, async (sql) => {
+              await sql(`SET LOCAL search_path TO ${schema}`);
+              return instance.locks.runOnce(name, { per: '1h' }, async () => 'ran');
+            })
+            .catch((e: unknown) => e);
+          expect(before).toMatchObject({
+            name: 'LockTableMissingError',
+            column: 'cron',
+            ddl: JOBS_TABLE_UPGRADE_DDL,
+          });
+          expect((before as Error).message).toContain('no column cron');
+        }
+        // As documented, twice: it is idempotent.
+        await ctx.backdoor.query(
+          `BEGIN; SET LOCAL search_path TO ${schema}; ${JOBS_TABLE_UPGRADE_DDL} ${JOBS_TABLE_UPGRADE_DDL} COMMIT;`,
+        );
+        const instance = await ctx.open();
+        const run = await instance.withLock(ctx.name('run-once-upgraded-outer').name, async (sql) => {
+          await sql(`SET LOCAL search_path TO ${schema}`);
+          return instance.locks.runOnce(name, { per: '1h' }, async () => 'ran');
+        });
+        expect(run).toMatchObject({ ran: true, value: 'ran' });
+        const [row] = await ctx.backdoor.query<{ per: string; start: Date }>(
+          `SELECT per_ms::text AS per, period_start AS start FROM ${schema}.pglock_jobs WHERE key = $1::bigint`,
+          [String(key)],
+        );
+        expect(row).toEqual({ per: '3600000', start: run.period.start });
+      } finally {
+        await ctx.backdoor.query(`DROP SCHEMA ${schema} CASCADE`);
+      }
+    }
 
     it('bad input: InvalidLockOptionsError / InvalidLockKeyError before any SQL', async () => {
       const instance = await ctx.open();
