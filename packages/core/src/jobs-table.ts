@@ -30,13 +30,15 @@ export const JOBS_TABLE_DDL = `CREATE TABLE IF NOT EXISTS pglock_jobs (
   period_start timestamptz,               -- runOnce: start of the last period whose run committed
   ran_at       timestamptz,               -- runOnce: when that run took the lock (server clock)
   term         bigint NOT NULL DEFAULT 0, -- leader: the last term elected, the fencing token
-  elected_at   timestamptz                -- leader: when that term began (server clock)
+  elected_at   timestamptz,               -- leader: when that term began (server clock)
+  identity     text                       -- leader: who leads that term (the campaign's identity)
 );`;
 
 /**
  * Upgrades a {@link JOBS_TABLE} created by an older pglock (before `per_ms`, where `runOnce` rejects
- * with `LockTableMissingError` naming this statement): it adds the column, and does nothing on a
- * table that has it. Rows already there keep working; each job's next run records its schedule.
+ * with `LockTableMissingError` naming this statement; before `identity`, where `leader` stores no
+ * identity and says so to `onError`): it adds the columns, and does nothing on a table that has them.
+ * Rows already there keep working; each job's next run records its schedule, each next term its identity.
  *
  * @example
  * ```ts
@@ -47,7 +49,8 @@ export const JOBS_TABLE_DDL = `CREATE TABLE IF NOT EXISTS pglock_jobs (
  * await pool.query(JOBS_TABLE_UPGRADE_DDL); // once, in a migration, before deploying this version
  * ```
  */
-export const JOBS_TABLE_UPGRADE_DDL = 'ALTER TABLE pglock_jobs ADD COLUMN IF NOT EXISTS per_ms bigint;';
+export const JOBS_TABLE_UPGRADE_DDL =
+  'ALTER TABLE pglock_jobs ADD COLUMN IF NOT EXISTS per_ms bigint, ADD COLUMN IF NOT EXISTS identity text;';
 
 // The period is cut from now(), the start of the transaction the job runs in, so that now() and
 // every DEFAULT now() the job writes fall inside its period, even when the claim comes after a
@@ -83,8 +86,17 @@ const periodText = statementText(
 );
 
 // Runs on the connection that holds the leader's session lock, so it can only take effect while
-// that lock is held: a deposed leader's backend is gone before a standby can be elected.
+// that lock is held: a deposed leader's backend is gone before a standby can be elected. The term's
+// identity is written in the same statement, so a reader never sees a term with its predecessor's.
 const electText = statementText(
+  `INSERT INTO pglock_jobs AS j (key, name, namespace, term, elected_at, identity)
+  VALUES ($1::text::bigint, $2::text, nullif($3::text, ''), 1, statement_timestamp(), $4::text)
+  ON CONFLICT (key) DO UPDATE SET term = j.term + 1, elected_at = excluded.elected_at, identity = excluded.identity
+  RETURNING j.term::text AS term`,
+);
+
+// The election on a table from before `identity` (the upgrade adds it): the term alone.
+const electWithoutIdentityText = statementText(
   `INSERT INTO pglock_jobs AS j (key, name, namespace, term, elected_at)
   VALUES ($1::text::bigint, $2::text, nullif($3::text, ''), 1, statement_timestamp())
   ON CONFLICT (key) DO UPDATE SET term = j.term + 1, elected_at = excluded.elected_at
@@ -106,9 +118,11 @@ export function periodStatement(perMs: number): Statement {
   return periodText.bind([String(perMs)]);
 }
 
-/** `leader`'s election: the name's next term. */
-export function electStatement(key: BigintLockKey): Statement {
-  return electText.bind(rowValues(key));
+/** `leader`'s election: the name's next term, led by `identity` (none: a table from before `identity`). */
+export function electStatement(key: BigintLockKey, identity?: string): Statement {
+  return identity === undefined
+    ? electWithoutIdentityText.bind(rowValues(key))
+    : electText.bind([...rowValues(key), identity]);
 }
 
 /**
@@ -132,11 +146,25 @@ export function jobsTableError(
     );
   }
   if (state === SqlState.undefinedColumn) {
+    const column = missingColumn(error);
+    const why =
+      column === 'per_ms'
+        ? `${verb} records each job's schedule there, to refuse a caller with another per. `
+        : '';
     return new LockTableMissingError(
-      `${verb}: the table ${JOBS_TABLE} has no column per_ms: it was created by an older pglock. ${verb} records each job's schedule there, to refuse a caller with another per. ` +
+      `${verb}: the table ${JOBS_TABLE} has no column ${column}: it was created by an older pglock. ${why}` +
         `Upgrade the table once, in a migration (\`pglock schema\` prints it too; rows already there keep working; docs/scheduling.md has it for Prisma, Drizzle and Kysely):\n\n${JOBS_TABLE_UPGRADE_DDL}\n`,
-      { keys: [key], cause: error, ddl: JOBS_TABLE_UPGRADE_DDL, column: 'per_ms' },
+      { keys: [key], cause: error, ddl: JOBS_TABLE_UPGRADE_DDL, column },
     );
   }
   return queryFailed({ keys: [key] }, verb, doing, error);
+}
+
+/**
+ * The column a 42703 names (`column "identity" of relation "pglock_jobs" does not exist`,
+ * `column j.per_ms does not exist`); `per_ms` when the message says none.
+ */
+export function missingColumn(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  return /column "?(?:\w+\.)?(\w+)"?/.exec(message)?.[1] ?? 'per_ms';
 }
