@@ -49,16 +49,16 @@ function legacyJobsTableDdl(table: string): string {
  * Creates `pglock_jobs` in the test database (upgrading one an earlier run created), the empty
  * database beside it and the one with the older table, once.
  */
-async function setUpDatabases(backdoor: Backdoor): Promise<void> {
+export async function setUpDatabases(backdoor: Backdoor): Promise<void> {
   await backdoor.query('SELECT pg_advisory_lock($1::bigint)', [SETUP_KEY]);
   try {
     await backdoor.query(JOBS_TABLE_DDL);
     // Only when needed: ALTER TABLE waits for every transaction on the table, and blocks the next ones.
-    const [upgraded] = await backdoor.query(
-      `SELECT 1 AS ok FROM information_schema.columns
-        WHERE table_schema = current_schema() AND table_name = 'pglock_jobs' AND column_name = 'per_ms'`,
+    const [upgraded] = await backdoor.query<{ columns: number }>(
+      `SELECT count(*)::int AS columns FROM information_schema.columns
+        WHERE table_schema = current_schema() AND table_name = 'pglock_jobs' AND column_name IN ('per_ms', 'identity')`,
     );
-    if (!upgraded) await backdoor.query(JOBS_TABLE_UPGRADE_DDL);
+    if (upgraded?.columns !== 2) await backdoor.query(JOBS_TABLE_UPGRADE_DDL);
     for (const database of [EMPTY_DATABASE, LEGACY_DATABASE]) {
       const [found] = await backdoor.query('SELECT 1 AS ok FROM pg_database WHERE datname = $1', [database]);
       if (!found) await backdoor.query(`CREATE DATABASE ${database}`);
@@ -81,7 +81,7 @@ function databaseUrl(url: string, database: string): string {
   return other.href;
 }
 
-function emptyDatabaseUrl(url: string): string {
+export function emptyDatabaseUrl(url: string): string {
   return databaseUrl(url, EMPTY_DATABASE);
 }
 
