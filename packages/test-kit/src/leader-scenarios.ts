@@ -29,7 +29,6 @@ export const leaderScenarios: Record<
     if (session && start !== undefined) {
       const campaign: LeaderCampaign = start(name, {
         identity,
-        heartbeatMs: 200,
         onElected: ({ term }) => say({ event: 'elected', term }),
         onError: (error) => say({ event: 'error', error: String(error) }),
       });

@@ -149,6 +149,7 @@ export const connectionSuites: readonly SuiteName[] = [
   'queue',
   'sessionLocks',
   'scheduling',
+  'leaderObservers',
 ];
 
 /**
@@ -163,6 +164,7 @@ export const resultSuites: readonly SuiteName[] = [
   'diagnostics',
   'sessionLocks',
   'scheduling',
+  'leaderObservers',
 ];
 
 /**
@@ -178,13 +180,15 @@ export const controlSuites: readonly SuiteName[] = [
   'nesting',
   'release',
   'scheduling',
+  'leaderObservers',
 ];
 
 /**
  * A transaction-mode pooler (PgBouncer) between the adapter and PostgreSQL, for the harnesses after
  * the one that runs the whole kit through it: sessions share server connections (session locks and
  * leaders are refused), `SET LOCAL` and savepoints must stay in one transaction, cancels are routed
- * by the pooler. Not key derivation, option checks, lock modes or events.
+ * by the pooler; `currentLeader` and `observeLeader` read through it (one statement each), the leaders they
+ * watch connect directly. Not key derivation, option checks, lock modes or events.
  */
 export const poolerSuites: readonly SuiteName[] = [
   'exclusion',
@@ -197,4 +201,5 @@ export const poolerSuites: readonly SuiteName[] = [
   'sessionLocks',
   'transactionSettings',
   'scheduling',
+  'leaderObservers',
 ];

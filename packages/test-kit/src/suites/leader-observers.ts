@@ -2,6 +2,7 @@ import { hostname } from 'node:os';
 import {
   InvalidLockOptionsError,
   JOBS_TABLE_DDL,
+  JOBS_TABLE_UPGRADE_DDL,
   type LeaderCampaign,
   type LeaderObserver,
   type LeaderOptions,
@@ -20,7 +21,7 @@ import {
   sleep,
 } from '../context.ts';
 import type { AdapterInstance } from '../harness.ts';
-import { emptyDatabaseUrl, setUpDatabases } from './scheduling.ts';
+import { emptyDatabaseUrl, legacyDatabaseUrl, setUpDatabases } from './scheduling.ts';
 
 function leaderOf(instance: AdapterInstance): (name: string, options: LeaderOptions) => LeaderCampaign {
   const start = instance.locks.leader;
