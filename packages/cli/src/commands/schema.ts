@@ -19,7 +19,7 @@ const schemaSpec = {
  * no-op on the new table), so that the same output creates a table or brings one up to date.
  */
 const SCHEMA_SQL = `${JOBS_TABLE_DDL}
--- A table created by an older pglock (before per_ms): add what runOnce needs (a no-op on the table above).
+-- A table created by an older pglock (before per_ms, identity): add what runOnce and leader need (a no-op on the table above).
 ${JOBS_TABLE_UPGRADE_DDL}
 `;
 

@@ -134,6 +134,41 @@ function leaderObserverTests(ctx: SuiteContext): void {
       },
     );
 
+    it.skipIf(noTwoSessions)(
+      'on a table from before identity it leads without one, and says once (LockTableMissingError naming the column, with the upgrade)',
+      async () => {
+        const legacy = await ctx.open({ url: legacyDatabaseUrl(ctx.url) });
+        const { name } = ctx.name('identity-legacy');
+        const errors: unknown[] = [];
+        const terms: number[] = [];
+        const campaign = leaderOf(legacy)(name, {
+          identity: 'legacy',
+          retryMs: 20,
+          onElected: ({ term }) => {
+            terms.push(term);
+            if (terms.length < 3) throw new Error('resign');
+          },
+          onError: (error) => errors.push(error),
+        });
+        try {
+          await ctx.backdoor.waitFor('a third term', async () => terms.length === 3 && campaign.isLeader);
+          expect(await legacy.locks.currentLeader(name)).toMatchObject({
+            term: terms[2],
+            identity: undefined,
+          });
+        } finally {
+          await campaign.stop();
+        }
+        const missingColumn = errors.filter((error) => LockTableMissingError.is(error));
+        expect(missingColumn).toHaveLength(1);
+        expect(missingColumn[0]).toMatchObject({ column: 'identity', ddl: JOBS_TABLE_UPGRADE_DDL });
+        expect(errors.filter((error) => !LockTableMissingError.is(error)).map(String)).toEqual([
+          'Error: resign',
+          'Error: resign',
+        ]);
+      },
+    );
+
     it.skipIf(noSession)(
       'a bad identity throws InvalidLockOptionsError from the call, before any SQL',
       async () => {
