@@ -52,7 +52,11 @@ export interface CurrentLeaderOptions {
 // One statement, so that it works through a transaction-mode pooler: the granted exclusive lock of
 // the name's key, the term its holder wrote, and that backend's activity. The row is read as jsonb
 // for `identity`, so a table from before that column answers too. A row with term 0 is a runOnce
-// job's (no leader ever elected): not a leader.
+// job's (no leader ever elected): not a leader. A row elected before the holder's backend started
+// cannot be the holder's term: a standby that was just granted the lock and has not written its
+// term yet (or a plain lock on the name), so no leader is shown rather than the previous term with
+// the new holder's pid. (A holder whose backend is older than the previous term, such as a pooled
+// connection, is not told apart that way: for that one statement's time it shows the previous term.)
 const currentLeaderText = statementText(
   `SELECT j.term::text AS term, floor(extract(epoch FROM j.elected_at) * 1000)::bigint::text AS since,
     to_jsonb(j) ->> 'identity' AS identity, l.pid, a.application_name AS appname
@@ -60,6 +64,7 @@ const currentLeaderText = statementText(
   JOIN pglock_jobs AS j ON j.key = $1::text::bigint AND j.term > 0
   LEFT JOIN pg_stat_activity AS a ON a.pid = l.pid
   WHERE l.locktype = 'advisory' AND l.granted AND l.mode = 'ExclusiveLock'
+    AND (a.backend_start IS NULL OR a.backend_start <= j.elected_at)
     AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
     AND l.classid = $2::text::bigint::oid AND l.objid = $3::text::bigint::oid AND l.objsubid = 1
   LIMIT 1`,
@@ -85,7 +90,7 @@ export function currentLeaderKey(
 
 /**
  * Reads who leads `key` now, without campaigning: `undefined` when no session holds the name's lock
- * (or its holder has not written a term yet). A snapshot: it may change right after.
+ * (or its holder has not written its term yet). A snapshot: it may change right after.
  */
 export async function readCurrentLeader(
   query: QueryRunner,
