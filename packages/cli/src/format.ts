@@ -13,7 +13,8 @@ export interface Style {
   readonly red: (text: string) => string;
 }
 
-const plainStyle: Style = { bold: String, dim: String, green: String, yellow: String, red: String };
+/** No styling (a pipe, `NO_COLOR`). */
+export const plainStyle: Style = { bold: String, dim: String, green: String, yellow: String, red: String };
 const sgr = (open: number, close: number) => (text: string) => `\x1b[${open}m${text}\x1b[${close}m`;
 const ansiStyle: Style = {
   bold: sgr(1, 22),
@@ -103,12 +104,13 @@ function sessionLine(
 }
 
 /** Truncates to `width` characters with an ellipsis. */
-function fit(text: string, width: number): string {
+export function fit(text: string, width: number): string {
   const chars = [...text];
   return chars.length <= width ? text : `${chars.slice(0, Math.max(0, width - 1)).join('')}…`;
 }
 
-function clean(text: string): string {
+/** Control characters replaced by `?`: what a client chose must not drive the terminal. */
+export function clean(text: string): string {
   // biome-ignore lint/suspicious/noControlCharactersInRegex: stripping control characters is the point.
   return text.replace(/[\u0000-\u001f\u007f-\u009f]/g, '?');
 }

@@ -8,6 +8,17 @@ export {
 export { formatDuration, parseDuration } from './duration.ts';
 export { CliError, ExitCode } from './exit-codes.ts';
 export { formatLockReport, type Style, styleFor, WIDTH } from './format.ts';
+export { formatJobsReport } from './format-jobs.ts';
+export {
+  buildJobsReport,
+  type JobEntry,
+  type JobRun,
+  type JobSchedule,
+  type JobsReport,
+  type LeaderEntry,
+  type LeaderHolder,
+  readJobsReport,
+} from './jobs-report.ts';
 export { type KeyInfo, keyInfo, keySql } from './key-info.ts';
 export {
   bigintKeys,

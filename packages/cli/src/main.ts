@@ -1,5 +1,6 @@
 import packageJson from '../package.json' with { type: 'json' };
 import type { CommandIo } from './commands/io.ts';
+import { jobsCommand } from './commands/jobs.ts';
 import { keyCommand } from './commands/key.ts';
 import { locksCommand } from './commands/locks.ts';
 import { runCommand } from './commands/run.ts';
@@ -8,7 +9,14 @@ import { waitCommand } from './commands/wait.ts';
 import { CliError, ExitCode } from './exit-codes.ts';
 import { type Command, closest, commandHelp } from './parse-command.ts';
 
-const commands: readonly Command[] = [locksCommand, keyCommand, waitCommand, runCommand, schemaCommand];
+const commands: readonly Command[] = [
+  locksCommand,
+  jobsCommand,
+  keyCommand,
+  waitCommand,
+  runCommand,
+  schemaCommand,
+];
 
 const width = Math.max(...commands.map(({ spec }) => spec.name.length)) + 2;
 const generalHelp = `pglock: PostgreSQL advisory locks from the shell

@@ -42,6 +42,7 @@ describe('pglock schema', () => {
         'ran_at',
         'term',
         'elected_at',
+        'identity',
       ]);
     } finally {
       await backdoor.query('RESET search_path');
@@ -60,7 +61,7 @@ describe('pglock schema', () => {
         ran_at timestamptz, term bigint NOT NULL DEFAULT 0, elected_at timestamptz)`);
       await backdoor.query(`INSERT INTO pglock_jobs (key, name, term) VALUES (1, 'old', 7)`);
       await backdoor.query(stdout);
-      expect(await columnsOf(schema)).toContain('per_ms');
+      expect(await columnsOf(schema)).toEqual(expect.arrayContaining(['per_ms', 'identity']));
       expect(await backdoor.query('SELECT key::int, name, term::int, per_ms FROM pglock_jobs')).toEqual([
         { key: 1, name: 'old', term: 7, per_ms: null },
       ]);

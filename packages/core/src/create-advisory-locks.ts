@@ -1,6 +1,8 @@
+import { currentLeaderKey, readCurrentLeader } from './current-leader.ts';
 import { InvalidLockOptionsError } from './errors.ts';
 import { inspectLocks, isLocked } from './inspect-locks.ts';
 import { startLeader } from './leader.ts';
+import { startLeaderObserver } from './leader-observer.ts';
 import { lockInTransaction } from './lock-in-transaction.ts';
 import { lockKey } from './lock-key.ts';
 import { checkDuration, lockRequest } from './lock-options.ts';
@@ -126,6 +128,15 @@ export function createAdvisoryLocks<Db, Tx, InTx = Tx, S extends TransactionSett
       options: RunOnceOptions<S>,
       fn: (tx: Tx, run: RunOnceContext) => Promise<unknown>,
     ) => runOnce(scope, job, options, fn, name('runOnce'))) as AdvisoryLocks<Tx, InTx, S>['runOnce'],
+    currentLeader: async (job, options) => {
+      const verb = name('currentLeader');
+      return readCurrentLeader(query, currentLeaderKey(job, options, lockDefaults.namespace, verb), verb);
+    },
+    observeLeader: (job, options) => {
+      const verb = name('observeLeader');
+      const read = (key: Parameters<typeof readCurrentLeader>[1]) => readCurrentLeader(query, key, verb);
+      return startLeaderObserver(read, job, options, lockDefaults.namespace, verb);
+    },
     leader: (job, options) => startLeader(sessionScope, job, options, name('leader')),
   };
 }
@@ -144,8 +155,8 @@ function defaultsKeys(port: LockPort<never, unknown>): readonly string[] {
 const knownDefaults = new WeakMap<object, readonly string[]>();
 
 /**
- * Every verb of a handle that is not one (`null`, a string): each rejects (`leader`, which resolves
- * no promise, throws) with `InvalidLockOptionsError` naming the function called, before any SQL.
+ * Every verb of a handle that is not one (`null`, a string): each rejects (`leader` and
+ * `observeLeader`, which resolve no promise, throw) with `InvalidLockOptionsError` naming the function called, before any SQL.
  */
 function refusingVerbs<Tx, InTx, S extends TransactionSettings>(
   port: LockPort<never, unknown>,
@@ -165,6 +176,10 @@ function refusingVerbs<Tx, InTx, S extends TransactionSettings>(
     isLocked: reject('isLocked'),
     inspectLocks: reject('inspectLocks'),
     runOnce: reject('runOnce'),
+    currentLeader: reject('currentLeader'),
+    observeLeader: () => {
+      throw refused('observeLeader');
+    },
     acquireSessionLock: reject('acquireSessionLock'),
     tryAcquireSessionLock: reject('tryAcquireSessionLock'),
     withSessionLock: reject('withSessionLock'),
@@ -241,6 +256,8 @@ export function lockFunctions<
     isLocked: (db, key, options) => verbs(db).isLocked(key, options),
     inspectLocks: (db) => verbs(db).inspectLocks(),
     runOnce: (db, name, options, fn) => verbs(db).runOnce(name, options, fn),
+    currentLeader: (db, name, options) => verbs(db).currentLeader(name, options),
+    observeLeader: (db, name, options) => verbs(db).observeLeader(name, options),
     acquireSessionLock: (db, target, options) => of(db).acquireSessionLock(target, options),
     tryAcquireSessionLock: (db, target, options) => of(db).tryAcquireSessionLock(target, options),
     withSessionLock: (db, target, fn, options) => of(db).withSessionLock(target, fn, options),

@@ -11,6 +11,7 @@ export type {
   AdvisoryLocksOptions,
   SessionAdvisoryLocks,
 } from './create-advisory-locks.ts';
+export type { CurrentLeaderOptions, LeaderInfo } from './current-leader.ts';
 export { deriveKey } from './derive-key.ts';
 export {
   type LockAcquiredEvent,
@@ -41,6 +42,7 @@ export { LockTableMissingError, ScheduleMismatchError } from './job-errors.ts';
 export type { JobSchedule } from './job-schedule.ts';
 export { JOBS_TABLE, JOBS_TABLE_DDL, JOBS_TABLE_UPGRADE_DDL } from './jobs-table.ts';
 export type { Election, LeaderCampaign, LeaderOptions } from './leader.ts';
+export type { LeaderObserver, ObserveLeaderOptions } from './leader-observer.ts';
 export {
   type BigintLockKey,
   compareLockKeys,

@@ -9,6 +9,7 @@
 
 export { sendBatchLock } from './batch-lock.ts';
 export { inspectLocksStatement, lockTag } from './inspect-locks.ts';
+export { electStatement } from './jobs-table.ts';
 export { checkDuration, type LockRequest, lockRequest, MAX_DURATION_MS } from './lock-options.ts';
 export { lockStatements, sessionUnlockStatements, timedLockStatement } from './lock-statements.ts';
 export { currentLockConnection } from './nesting.ts';

@@ -138,8 +138,17 @@ const periodText = statementText(
 const nowText = statementText('SELECT floor(extract(epoch FROM now()) * 1000)::bigint::text AS ms');
 
 // Runs on the connection that holds the leader's session lock, so it can only take effect while
-// that lock is held: a deposed leader's backend is gone before a standby can be elected.
+// that lock is held: a deposed leader's backend is gone before a standby can be elected. The term's
+// identity is written in the same statement, so a reader never sees a term with its predecessor's.
 const electText = statementText(
+  `INSERT INTO pglock_jobs AS j (key, name, namespace, term, elected_at, identity)
+  VALUES ($1::text::bigint, $2::text, nullif($3::text, ''), 1, statement_timestamp(), $4::text)
+  ON CONFLICT (key) DO UPDATE SET term = j.term + 1, elected_at = excluded.elected_at, identity = excluded.identity
+  RETURNING j.term::text AS term`,
+);
+
+// The election on a table from before `identity` (the upgrade adds it): the term alone.
+const electWithoutIdentityText = statementText(
   `INSERT INTO pglock_jobs AS j (key, name, namespace, term, elected_at)
   VALUES ($1::text::bigint, $2::text, nullif($3::text, ''), 1, statement_timestamp())
   ON CONFLICT (key) DO UPDATE SET term = j.term + 1, elected_at = excluded.elected_at
@@ -197,9 +206,11 @@ export function periodStatement(perMs: number): Statement {
   return periodText.bind([String(perMs)]);
 }
 
-/** `leader`'s election: the name's next term. */
-export function electStatement(key: BigintLockKey): Statement {
-  return electText.bind(rowValues(key));
+/** `leader`'s election: the name's next term, led by `identity` (none: a table from before `identity`). */
+export function electStatement(key: BigintLockKey, identity?: string): Statement {
+  return identity === undefined
+    ? electWithoutIdentityText.bind(rowValues(key))
+    : electText.bind([...rowValues(key), identity]);
 }
 
 /**

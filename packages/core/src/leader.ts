@@ -1,13 +1,12 @@
 import { onAbort } from './abort-listeners.ts';
 import { InvalidLockOptionsError, LockUsageError } from './errors.ts';
-import { electStatement, jobsTableError } from './jobs-table.ts';
+import { checkIdentity, electTerm } from './leader-identity.ts';
 import type { BigintLockKey, LockKey } from './lock-key.ts';
 import { formatLockKey } from './lock-key.ts';
 import { checkDuration } from './lock-options.ts';
 import type { PortConnection } from './lock-port.ts';
 import { contextFor, runInContext, runningIn } from './nesting.ts';
 import { checkOptionKeys, LEADER_OPTION_KEYS } from './option-keys.ts';
-import { cell } from './row-cell.ts';
 import { jobKey } from './run-once.ts';
 import { sessionContext } from './session-held.ts';
 import { type SessionLock, type SessionScope, takeSessionLock } from './session-lock.ts';
@@ -22,7 +21,7 @@ export interface Election {
   /**
    * Aborts when this term ends: with `LockLostError` as `reason` when the lock was lost (the
    * connection died, a heartbeat went unanswered), with the callback's own error when it threw, and
-   * with an `AbortError` after `stop()`. Stop the leader's work then.
+   * with an `AbortError` after `stop()` or `resign()`. Stop the leader's work then.
    */
   readonly signal: AbortSignal;
 }
@@ -63,6 +62,12 @@ export interface LeaderOptions {
   readonly namespace?: string | undefined;
   /** Wait (ms, default 1000) before campaigning again after a term ended; doubled per failed campaign, up to 30 s. */
   readonly retryMs?: number | undefined;
+  /**
+   * Who leads, stored with each term in `pglock_jobs.identity` (what `currentLeader` and `pglock jobs`
+   * show): a host name, a URL, a pod name; 1 to 256 characters. Default `host:pid` (`os.hostname()`
+   * and `process.pid`).
+   */
+  readonly identity?: string | undefined;
 }
 
 /**
@@ -75,6 +80,15 @@ export interface LeaderCampaign extends AsyncDisposable {
   readonly isLeader: boolean;
   /** The current term while leading, else `undefined`. */
   readonly term: number | undefined;
+  /** What each of this campaign's terms stores as its identity (`identity`, or `host:pid`). */
+  readonly identity: string;
+  /**
+   * Steps down and stays a candidate: the term's signal aborts, and once `onElected`'s promise has
+   * settled the lock is released (a waiting standby is elected then); this process campaigns again
+   * after `retryMs`. Resolves once the lock is released, at once when not leading. From inside
+   * `onElected` it does not wait for that callback (which waits for it).
+   */
+  resign(): Promise<void>;
   /**
    * Ends the campaign: a wait is cancelled; a term's signal aborts, and once `onElected`'s promise
    * has settled the lock is released, so a standby is elected only after this leader's work stopped.
@@ -114,6 +128,7 @@ export function startLeader<Db>(
     10,
   );
   const retryMs = checkDuration(options.retryMs ?? DEFAULT_RETRY_MS, 'retryMs', verb, 0);
+  const identity = checkIdentity(options.identity, verb);
   const key = jobKey(name, options.namespace ?? scope.defaults.namespace, verb);
   if (port.pin === undefined) {
     throw new LockUsageError(
@@ -138,13 +153,14 @@ export function startLeader<Db>(
   // Only the heartbeat of the factory's defaults applies: a campaign always waits without limit,
   // exclusively, until stop().
   const campaignScope: SessionScope<Db> = { port, db, defaults: { heartbeatMs } };
-  return new Campaign(campaignScope as SessionScope<unknown>, key, options, retryMs, verb);
+  return new Campaign(campaignScope as SessionScope<unknown>, key, options, retryMs, verb, identity);
 }
 
-type TermEnd = 'lost' | 'stopped' | 'failed';
+type TermEnd = 'lost' | 'stopped' | 'resigned' | 'failed';
 
 class Campaign implements LeaderCampaign {
   readonly key: BigintLockKey;
+  readonly identity: string;
   readonly #scope: SessionScope<unknown>;
   readonly #onElected: LeaderOptions['onElected'];
   readonly #onError: LeaderOptions['onError'];
@@ -156,6 +172,9 @@ class Campaign implements LeaderCampaign {
   #termNumber: number | undefined;
   /** The running term's callback, and how `stop()` from inside it lets the term end without it. */
   #resignable: { readonly token: object; readonly resign: () => void } | undefined;
+  /** Ends the running term by resignation; resolves once its lock is released. */
+  #stepDown: (() => Promise<void>) | undefined;
+  #identityMissingReported = false;
 
   constructor(
     scope: SessionScope<unknown>,
@@ -163,8 +182,10 @@ class Campaign implements LeaderCampaign {
     options: LeaderOptions,
     retryMs: number,
     verb: string,
+    identity: string,
   ) {
     this.key = key;
+    this.identity = identity;
     this.#scope = scope;
     this.#onElected = options.onElected;
     this.#onError = options.onError;
@@ -189,6 +210,12 @@ class Campaign implements LeaderCampaign {
     if (term !== undefined && runningIn(term.token)) term.resign();
     this.#stop.abort();
     return this.#done;
+  }
+
+  resign(): Promise<void> {
+    const term = this.#resignable;
+    if (term !== undefined && runningIn(term.token)) term.resign();
+    return this.#stepDown?.() ?? Promise.resolve();
   }
 
   [Symbol.asyncDispose](): Promise<void> {
@@ -226,16 +253,12 @@ class Campaign implements LeaderCampaign {
     }
   }
 
-  async #elect(connection: PortConnection): Promise<number> {
-    let term: number;
-    try {
-      const [row] = await connection.query(electStatement(this.key));
-      term = Number(cell(row ?? {}, 'term'));
-    } catch (error) {
-      throw jobsTableError(error, this.key, this.#verb, 'writing the term under');
-    }
-    if (!Number.isSafeInteger(term)) throw new Error('pglock bug: the election returned no term');
-    return term;
+  #elect(connection: PortConnection): Promise<number> {
+    return electTerm(connection, this.key, this.identity, this.#verb, (error) => {
+      // Once per campaign: it leads on without an identity until the table is upgraded.
+      if (!this.#identityMissingReported) this.#report(error);
+      this.#identityMissingReported = true;
+    });
   }
 
   /** One term: from election until the lock is lost, the callback throws, or stop(). */
@@ -252,7 +275,7 @@ class Campaign implements LeaderCampaign {
     const finish = (why: TermEnd, reason?: unknown): void => {
       if (end !== undefined) return;
       end = why;
-      if (why === 'stopped') controller.abort();
+      if (why === 'stopped' || why === 'resigned') controller.abort();
       else controller.abort(reason);
       settle();
     };
@@ -266,6 +289,14 @@ class Campaign implements LeaderCampaign {
     });
     const token = {};
     this.#resignable = { token, resign };
+    let released!: () => void;
+    const free = new Promise<void>((resolve) => {
+      released = resolve;
+    });
+    this.#stepDown = () => {
+      finish('resigned');
+      return free;
+    };
     // The callback runs in a context that names the term (for stop() from inside it) and what its
     // session holds (a lock call from there for the leader's own key would wait for itself).
     const context = sessionContext(lock, token);
@@ -291,6 +322,8 @@ class Campaign implements LeaderCampaign {
     await Promise.race([task, resigned]);
     this.#resignable = undefined;
     await lock.release().catch(() => undefined);
+    this.#stepDown = undefined;
+    released();
     return end as TermEnd;
   }
 

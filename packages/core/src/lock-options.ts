@@ -172,7 +172,8 @@ function canonical(keys: LockKey[]): readonly LockKey[] {
   );
 }
 
-function isAbortSignal(value: unknown): value is AbortSignal {
+/** Duck-typed: an `AbortSignal` of another realm (or a polyfill) passes. */
+export function isAbortSignal(value: unknown): value is AbortSignal {
   return (
     typeof value === 'object' &&
     value !== null &&

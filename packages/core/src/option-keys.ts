@@ -21,7 +21,18 @@ export const RUN_ONCE_OPTION_KEYS = [
   'catchUp',
 ] as const;
 /** `leader`. */
-export const LEADER_OPTION_KEYS = ['onElected', 'onError', 'heartbeatMs', 'namespace', 'retryMs'] as const;
+export const LEADER_OPTION_KEYS = [
+  'onElected',
+  'onError',
+  'heartbeatMs',
+  'namespace',
+  'retryMs',
+  'identity',
+] as const;
+/** `currentLeader`. */
+export const CURRENT_LEADER_OPTION_KEYS = ['namespace'] as const;
+/** `observeLeader`. */
+export const OBSERVE_LEADER_OPTION_KEYS = ['onChange', 'onError', 'pollMs', 'namespace', 'signal'] as const;
 /** The defaults of `advisoryLocks(db, defaults)` core reads (an adapter may add its own). */
 export const ADVISORY_LOCKS_OPTION_KEYS = [...LOCK_OPTION_KEYS, 'transaction', 'heartbeatMs'] as const;
 /** The settings of `transaction: { … }`. */

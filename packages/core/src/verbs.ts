@@ -1,5 +1,7 @@
+import type { CurrentLeaderOptions, LeaderInfo } from './current-leader.ts';
 import type { AdvisoryLockInfo } from './inspect-locks.ts';
 import type { LeaderCampaign, LeaderOptions } from './leader.ts';
+import type { LeaderObserver, ObserveLeaderOptions } from './leader-observer.ts';
 import type { LockKeyInput } from './lock-key.ts';
 import type { LockOptions, LockTarget } from './lock-options.ts';
 import type { RunOnceContext, RunOnceOptions, RunOnceResult } from './run-once.ts';
@@ -97,6 +99,32 @@ export interface AdvisoryLocks<Tx, InTx = Tx, S extends TransactionSettings = Tr
     options: RunOnceOptions<S>,
     fn: (tx: Tx, run: RunOnceContext) => Promise<T>,
   ): Promise<RunOnceResult<T>>;
+  /**
+   * Who leads `name` now, without campaigning: `{ term, since, identity, pid, application }`, or
+   * `undefined` when no session holds the name's lock. One statement (it works through a
+   * transaction-mode pooler), a snapshot.
+   *
+   * @example
+   * ```ts
+   * const now = await locks.currentLeader('scheduler');
+   * console.log(now === undefined ? 'nobody leads' : `term ${now.term}: ${now.identity} (pid ${now.pid})`);
+   * ```
+   */
+  currentLeader(name: string, options?: CurrentLeaderOptions): Promise<LeaderInfo | undefined>;
+  /**
+   * Tells `onChange` who leads `name`: once at start, then on every new term and when nobody leads
+   * any more, reading `currentLeader` every `pollMs` (default 1000) until `stop()`. Bad options throw
+   * from the call (it resolves no promise); a failed reading goes to `onError`.
+   *
+   * @example
+   * ```ts
+   * const observer = locks.observeLeader('scheduler', {
+   *   onChange: (leader) => console.log(leader ? `leader: ${leader.identity} (term ${leader.term})` : 'no leader'),
+   * });
+   * process.once('SIGTERM', () => void observer.stop());
+   * ```
+   */
+  observeLeader(name: string, options: ObserveLeaderOptions): LeaderObserver;
 }
 
 /**
@@ -211,6 +239,8 @@ export interface LockFunctions<
     options: RunOnceOptions<S>,
     fn: (tx: Tx, run: RunOnceContext) => Promise<T>,
   ): Promise<RunOnceResult<T>>;
+  currentLeader(db: Db, name: string, options?: CurrentLeaderOptions): Promise<LeaderInfo | undefined>;
+  observeLeader(db: Db, name: string, options: ObserveLeaderOptions): LeaderObserver;
   acquireSessionLock(db: Root, target: LockTarget, options?: SessionLockOptions): Promise<SessionLock>;
   tryAcquireSessionLock(
     db: Root,

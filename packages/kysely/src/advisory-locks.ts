@@ -1,10 +1,14 @@
 import type {
   AdvisoryLockInfo,
+  CurrentLeaderOptions,
   LeaderCampaign,
+  LeaderInfo,
+  LeaderObserver,
   LeaderOptions,
   LockKeyInput,
   LockOptions,
   LockTarget,
+  ObserveLeaderOptions,
   RunOnceContext,
   RunOnceResult,
   SessionLock,
@@ -290,4 +294,48 @@ export function runOnce<DB, T>(
  */
 export function leader<DB>(db: Kysely<DB>, name: string, options: LeaderOptions): LeaderCampaign {
   return of(db).leader(name, options);
+}
+
+/**
+ * Who leads `name` now, without campaigning: `{ term, since, identity, pid, application }` (the
+ * term and identity from `pglock_jobs`, the lock holder's backend from `pg_locks` and
+ * `pg_stat_activity`), or `undefined` when no session holds the name's lock. One statement, so it
+ * works through a transaction-mode pooler too.
+ *
+ * @example
+ * ```ts
+ * import { currentLeader } from '@pglock/kysely';
+ *
+ * const now = await currentLeader(db, 'scheduler');
+ * console.log(now === undefined ? 'nobody leads' : `term ${now.term}: ${now.identity} (pid ${now.pid})`);
+ * ```
+ */
+export function currentLeader<DB>(
+  db: Kysely<DB> | Transaction<DB>,
+  name: string,
+  options?: CurrentLeaderOptions,
+): Promise<LeaderInfo | undefined> {
+  return of(db).currentLeader(name, options);
+}
+
+/**
+ * Calls `onChange(leader, previous)` once with who leads `name`, then on every new term and when
+ * nobody leads any more, reading {@link currentLeader} every `pollMs` (default 1000) until `stop()`
+ * (or `signal`). A failed reading goes to `onError`; bad options throw from the call.
+ *
+ * @example
+ * ```ts
+ * import { observeLeader } from '@pglock/kysely';
+ *
+ * await using observer = observeLeader(db, 'scheduler', {
+ *   onChange: (leader) => console.log(leader ? `leader: ${leader.identity} (term ${leader.term})` : 'no leader'),
+ * });
+ * ```
+ */
+export function observeLeader<DB>(
+  db: Kysely<DB> | Transaction<DB>,
+  name: string,
+  options: ObserveLeaderOptions,
+): LeaderObserver {
+  return of(db).observeLeader(name, options);
 }

@@ -9,10 +9,12 @@ export * from '@pglock/core';
 export {
   acquireSessionLock,
   advisoryLocks,
+  currentLeader,
   inspectLocks,
   isLocked,
   leader,
   lock,
+  observeLeader,
   runOnce,
   tryAcquireSessionLock,
   tryLock,

@@ -280,3 +280,47 @@ export function runOnce<D extends PgQueryable, T>(
 export function leader(pool: Pool, name: string, options: core.LeaderOptions): core.LeaderCampaign {
   return functions.leader(pool, name, options);
 }
+
+/**
+ * Who leads `name` now, without campaigning: `{ term, since, identity, pid, application }` (the
+ * term and identity from `pglock_jobs`, the lock holder's backend from `pg_locks` and
+ * `pg_stat_activity`), or `undefined` when no session holds the name's lock. One statement, so it
+ * works through a transaction-mode pooler too.
+ *
+ * @example
+ * ```ts
+ * import { currentLeader } from '@pglock/pg';
+ *
+ * const now = await currentLeader(pool, 'scheduler');
+ * console.log(now === undefined ? 'nobody leads' : `term ${now.term}: ${now.identity} (pid ${now.pid})`);
+ * ```
+ */
+export function currentLeader(
+  db: PgQueryable,
+  name: string,
+  options?: core.CurrentLeaderOptions,
+): Promise<core.LeaderInfo | undefined> {
+  return functions.currentLeader(db, name, options);
+}
+
+/**
+ * Calls `onChange(leader, previous)` once with who leads `name`, then on every new term and when
+ * nobody leads any more, reading {@link currentLeader} every `pollMs` (default 1000) until `stop()`
+ * (or `signal`). A failed reading goes to `onError`; bad options throw from the call.
+ *
+ * @example
+ * ```ts
+ * import { observeLeader } from '@pglock/pg';
+ *
+ * await using observer = observeLeader(pool, 'scheduler', {
+ *   onChange: (leader) => console.log(leader ? `leader: ${leader.identity} (term ${leader.term})` : 'no leader'),
+ * });
+ * ```
+ */
+export function observeLeader(
+  db: PgQueryable,
+  name: string,
+  options: core.ObserveLeaderOptions,
+): core.LeaderObserver {
+  return functions.observeLeader(db, name, options);
+}

@@ -2,8 +2,12 @@ import type pg from 'pg';
 import { describe, expectTypeOf, it } from 'vitest';
 import {
   advisoryLocks,
+  currentLeader,
   type LeaderCampaign,
+  type LeaderInfo,
+  type LeaderObserver,
   leader,
+  observeLeader,
   type RunOnceOptions,
   type RunOncePeriod,
   type RunOnceReasonOf,
@@ -78,5 +82,36 @@ describe('scheduling types', () => {
     expectTypeOf(advisoryLocks(pool).leader).toBeFunction();
     // @ts-expect-error onElected is required
     leader(pool, 'scheduler', {});
+  });
+
+  it('identity is a string; resign() resolves nothing; currentLeader and observeLeader give the leader or undefined', async () => {
+    const campaign = leader(pool, 'scheduler', {
+      identity: 'https://a.internal',
+      onElected: () => undefined,
+    });
+    expectTypeOf(campaign.identity).toEqualTypeOf<string>();
+    expectTypeOf(campaign.resign()).toEqualTypeOf<Promise<void>>();
+    // @ts-expect-error identity is a string
+    leader(pool, 'scheduler', { identity: 42, onElected: () => undefined });
+
+    const now = await currentLeader(pool, 'scheduler', { namespace: 'billing' });
+    expectTypeOf(now).toEqualTypeOf<LeaderInfo | undefined>();
+    if (now) {
+      expectTypeOf(now.term).toEqualTypeOf<number>();
+      expectTypeOf(now.since).toEqualTypeOf<Date>();
+      expectTypeOf(now.identity).toEqualTypeOf<string | undefined>();
+      expectTypeOf(now.pid).toEqualTypeOf<number>();
+    }
+    const observer = observeLeader(pool, 'scheduler', {
+      onChange: (leader, previous) => {
+        expectTypeOf(leader).toEqualTypeOf<LeaderInfo | undefined>();
+        expectTypeOf(previous).toEqualTypeOf<LeaderInfo | undefined>();
+      },
+    });
+    expectTypeOf(observer).toEqualTypeOf<LeaderObserver>();
+    expectTypeOf(observer.stop()).toEqualTypeOf<Promise<void>>();
+    expectTypeOf(advisoryLocks(pool).currentLeader).toBeFunction();
+    // @ts-expect-error onChange is required
+    observeLeader(pool, 'scheduler', {});
   });
 });

@@ -224,3 +224,35 @@ export const runOnce = <S extends Db, T>(
  * ```
  */
 export const leader = functions.leader;
+
+/**
+ * Who leads `name` now, without campaigning: `{ term, since, identity, pid, application }` (the
+ * term and identity from `pglock_jobs`, the lock holder's backend from `pg_locks` and
+ * `pg_stat_activity`), or `undefined` when no session holds the name's lock. One statement, so it
+ * works through a transaction-mode pooler too.
+ *
+ * @example
+ * ```ts
+ * import { currentLeader } from '@pglock/postgres';
+ *
+ * const now = await currentLeader(sql, 'scheduler');
+ * console.log(now === undefined ? 'nobody leads' : `term ${now.term}: ${now.identity} (pid ${now.pid})`);
+ * ```
+ */
+export const currentLeader = functions.currentLeader;
+
+/**
+ * Calls `onChange(leader, previous)` once with who leads `name`, then on every new term and when
+ * nobody leads any more, reading {@link currentLeader} every `pollMs` (default 1000) until `stop()`
+ * (or `signal`). A failed reading goes to `onError`; bad options throw from the call.
+ *
+ * @example
+ * ```ts
+ * import { observeLeader } from '@pglock/postgres';
+ *
+ * await using observer = observeLeader(sql, 'scheduler', {
+ *   onChange: (leader) => console.log(leader ? `leader: ${leader.identity} (term ${leader.term})` : 'no leader'),
+ * });
+ * ```
+ */
+export const observeLeader = functions.observeLeader;

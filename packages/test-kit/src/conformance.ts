@@ -8,6 +8,7 @@ import { exportsSuite } from './suites/exports.ts';
 import { faultsSuite } from './suites/faults.ts';
 import { inputSuite } from './suites/input.ts';
 import { keyParitySuite } from './suites/key-parity.ts';
+import { leaderObserversSuite } from './suites/leader-observers.ts';
 import { misuseSuite } from './suites/misuse.ts';
 import { modesSuite } from './suites/modes.ts';
 import { nestingSuite } from './suites/nesting.ts';
@@ -40,6 +41,7 @@ export const suites = {
   diagnostics: diagnosticsSuite,
   scheduling: schedulingSuite,
   schedules: schedulesSuite,
+  leaderObservers: leaderObserversSuite,
   verbs: verbsSuite,
   exports: exportsSuite,
 } as const;

@@ -150,6 +150,7 @@ export const connectionSuites: readonly SuiteName[] = [
   'sessionLocks',
   'scheduling',
   'schedules',
+  'leaderObservers',
 ];
 
 /**
@@ -165,6 +166,7 @@ export const resultSuites: readonly SuiteName[] = [
   'sessionLocks',
   'scheduling',
   'schedules',
+  'leaderObservers',
 ];
 
 /**
@@ -180,6 +182,7 @@ export const controlSuites: readonly SuiteName[] = [
   'nesting',
   'release',
   'scheduling',
+  'leaderObservers',
 ];
 
 /**
@@ -187,7 +190,8 @@ export const controlSuites: readonly SuiteName[] = [
  * the one that runs the whole kit through it: sessions share server connections (session locks and
  * leaders are refused), `SET LOCAL` and savepoints must stay in one transaction, cancels are routed
  * by the pooler; runOnce's schedules work through it (transaction-scoped, with one more statement for
- * cron). Not key derivation, option checks, lock modes or events.
+ * cron); `currentLeader` and `observeLeader` read through it (one statement each), the leaders they
+ * watch connect directly. Not key derivation, option checks, lock modes or events.
  */
 export const poolerSuites: readonly SuiteName[] = [
   'exclusion',
@@ -201,4 +205,5 @@ export const poolerSuites: readonly SuiteName[] = [
   'transactionSettings',
   'scheduling',
   'schedules',
+  'leaderObservers',
 ];

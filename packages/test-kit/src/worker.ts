@@ -1,6 +1,7 @@
 // A child process of the conformance suite: opens its own adapter instance from the harness module
 // and runs one scenario, reporting progress as JSON lines on stdout.
 import type { AdapterHarness } from './harness.ts';
+import { leaderScenarios } from './leader-scenarios.ts';
 import { schedulesScenarios } from './schedules-scenarios.ts';
 import { schedulingScenarios } from './scheduling-scenarios.ts';
 
@@ -61,6 +62,8 @@ if (scenario === 'increment') {
   await schedulingScenarios[scenario]?.(instance, args, say);
 } else if (Object.hasOwn(schedulesScenarios, scenario)) {
   await schedulesScenarios[scenario]?.(instance, args, say);
+} else if (Object.hasOwn(leaderScenarios, scenario)) {
+  await leaderScenarios[scenario]?.(instance, args, say);
 } else {
   throw new Error(`unknown scenario ${scenario}`);
 }

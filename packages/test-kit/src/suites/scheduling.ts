@@ -90,7 +90,12 @@ function databaseUrl(url: string, database: string): string {
   return other.href;
 }
 
-function emptyDatabaseUrl(url: string): string {
+/** `url` on the database whose `pglock_jobs` is an older pglock's (no `per_ms`, no `identity`). */
+export function legacyDatabaseUrl(url: string): string {
+  return databaseUrl(url, LEGACY_DATABASE);
+}
+
+export function emptyDatabaseUrl(url: string): string {
   return databaseUrl(url, EMPTY_DATABASE);
 }
 

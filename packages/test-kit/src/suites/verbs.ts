@@ -32,7 +32,9 @@ const WITH_LOCK_OPTION_KEYS = [...LOCK_OPTION_KEYS, 'transaction'];
 const SESSION_LOCK_OPTION_KEYS = [...LOCK_OPTION_KEYS, 'heartbeatMs'];
 const IS_LOCKED_OPTION_KEYS = ['namespace'];
 const RUN_ONCE_OPTION_KEYS = ['per', 'timeoutMs', 'signal', 'namespace', 'transaction'];
-const LEADER_OPTION_KEYS = ['onElected', 'onError', 'heartbeatMs', 'namespace', 'retryMs'];
+const LEADER_OPTION_KEYS = ['onElected', 'onError', 'heartbeatMs', 'namespace', 'retryMs', 'identity'];
+const CURRENT_LEADER_OPTION_KEYS = ['namespace'];
+const OBSERVE_LEADER_OPTION_KEYS = ['onChange', 'onError', 'pollMs', 'namespace', 'signal'];
 
 const job = async () => 'ran';
 const keyed = (keys: readonly string[]): VerbShape => ({ call: (f, on, key, o) => f(on, key, o), keys });
@@ -63,6 +65,8 @@ const SHAPES: Readonly<Record<string, VerbShape>> = {
   tryAcquireSessionLock: keyed(SESSION_LOCK_OPTION_KEYS),
   withSessionLock: { call: (f, on, key, o) => f(on, key, job, o), keys: SESSION_LOCK_OPTION_KEYS },
   leader: { ...keyed(LEADER_OPTION_KEYS), sync: true, base: { onElected: () => undefined } },
+  currentLeader: keyed(CURRENT_LEADER_OPTION_KEYS),
+  observeLeader: { ...keyed(OBSERVE_LEADER_OPTION_KEYS), sync: true, base: { onChange: () => undefined } },
   migrateWithLock: {
     call: (f, on, _key, o) => f(on, o),
     keyless: true,
