@@ -44,11 +44,13 @@ function jobLines(job: JobEntry, now: number, style: Style): string[] {
       : schedule.perMs !== null
         ? `per ${formatDuration(schedule.perMs)} (${schedule.perMs} ms)`
         : 'none recorded';
+  // The period on a line of its own: with the run's time, duration, outcome and attempts beside it,
+  // one line would not fit the 80 columns.
+  const period =
+    lastRun.periodStart === null
+      ? undefined
+      : `${when(lastRun.periodStart)}${lastRun.periodEnd ? ` to ${when(lastRun.periodEnd)}` : ''}`;
   const run: string[] = [];
-  if (lastRun.periodStart !== null)
-    run.push(
-      `period ${when(lastRun.periodStart)}${lastRun.periodEnd ? ` to ${when(lastRun.periodEnd)}` : ''}`,
-    );
   if (lastRun.at !== null) run.push(`at ${when(lastRun.at)}`);
   if (lastRun.durationMs !== undefined && lastRun.durationMs !== null)
     run.push(`ran ${formatDuration(lastRun.durationMs)}`);
@@ -67,6 +69,7 @@ function jobLines(job: JobEntry, now: number, style: Style): string[] {
   return [
     heading(job, style),
     `    schedule  ${every}${job.running ? style.green('  running now') : ''}`,
+    ...(period === undefined ? [] : [`    period    ${period}`]),
     `    last run  ${run.length === 0 ? 'none' : run.join(', ')}`,
     ...(lastRun.lastError ? [`    error     ${fit(clean(lastRun.lastError), WIDTH - 14)}`] : []),
     `    next due  ${next}`,
