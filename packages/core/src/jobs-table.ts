@@ -30,7 +30,12 @@ export const JOBS_TABLE_DDL = `CREATE TABLE IF NOT EXISTS pglock_jobs (
   period_start timestamptz,               -- runOnce: start of the last period whose run committed
   ran_at       timestamptz,               -- runOnce: when that run took the lock (server clock)
   term         bigint NOT NULL DEFAULT 0, -- leader: the last term elected, the fencing token
-  elected_at   timestamptz                -- leader: when that term began (server clock)
+  elected_at   timestamptz,               -- leader: when that term began (server clock)
+  run_ms       bigint,                    -- runOnce: how long the last recorded run took (ms)
+  outcome      text,                      -- runOnce: how it ended: 'ok', 'failed' or 'timed-out'
+  attempts     integer NOT NULL DEFAULT 0, -- runOnce: runs made in attempt_period (retry counts them)
+  attempt_period timestamptz,             -- runOnce: the period those attempts were made in
+  last_error   text                       -- runOnce: the last failed run's error (truncated)
 );`;
 
 /**
@@ -47,7 +52,10 @@ export const JOBS_TABLE_DDL = `CREATE TABLE IF NOT EXISTS pglock_jobs (
  * await pool.query(JOBS_TABLE_UPGRADE_DDL); // once, in a migration, before deploying this version
  * ```
  */
-export const JOBS_TABLE_UPGRADE_DDL = 'ALTER TABLE pglock_jobs ADD COLUMN IF NOT EXISTS per_ms bigint;';
+export const JOBS_TABLE_UPGRADE_DDL = `ALTER TABLE pglock_jobs ADD COLUMN IF NOT EXISTS per_ms bigint,
+  ADD COLUMN IF NOT EXISTS run_ms bigint, ADD COLUMN IF NOT EXISTS outcome text,
+  ADD COLUMN IF NOT EXISTS attempts integer NOT NULL DEFAULT 0,
+  ADD COLUMN IF NOT EXISTS attempt_period timestamptz, ADD COLUMN IF NOT EXISTS last_error text;`;
 
 // The period is cut from now(), the start of the transaction the job runs in, so that now() and
 // every DEFAULT now() the job writes fall inside its period, even when the claim comes after a

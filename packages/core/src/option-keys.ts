@@ -9,7 +9,15 @@ export const SESSION_LOCK_OPTION_KEYS = [...LOCK_OPTION_KEYS, 'heartbeatMs'] as 
 /** `isLocked`: a snapshot of one key, whichever mode holds it. */
 export const IS_LOCKED_OPTION_KEYS = ['namespace'] as const;
 /** `runOnce`. */
-export const RUN_ONCE_OPTION_KEYS = ['per', 'timeoutMs', 'signal', 'namespace', 'transaction'] as const;
+export const RUN_ONCE_OPTION_KEYS = [
+  'per',
+  'timeoutMs',
+  'signal',
+  'namespace',
+  'transaction',
+  'maxRunMs',
+  'retry',
+] as const;
 /** `leader`. */
 export const LEADER_OPTION_KEYS = ['onElected', 'onError', 'heartbeatMs', 'namespace', 'retryMs'] as const;
 /** The defaults of `advisoryLocks(db, defaults)` core reads (an adapter may add its own). */
@@ -41,6 +49,13 @@ const ALIASES: Readonly<Record<string, string>> = {
   period: 'per',
   interval: 'per',
   every: 'per',
+  lockatmostfor: 'maxRunMs',
+  maxrun: 'maxRunMs',
+  maxduration: 'maxRunMs',
+  runtimeout: 'maxRunMs',
+  retries: 'retry',
+  retrylimit: 'retry',
+  maxattempts: 'retry',
 };
 
 /** Where a checked object sits, and what its message offers. */

@@ -2,6 +2,7 @@ import type { DurationString } from './duration.ts';
 import { parseDuration } from './duration.ts';
 import { InvalidLockKeyError, InvalidLockOptionsError } from './errors.ts';
 import { ScheduleMismatchError } from './job-errors.ts';
+import { checkRunLimits, JobRun, type RetryPolicy, runBudgetMs } from './job-run.ts';
 import { claimStatement, JOBS_TABLE, jobsTableError, periodStatement } from './jobs-table.ts';
 import { type BigintLockKey, formatLockKey, lockKey } from './lock-key.ts';
 import type { Row } from './lock-port.ts';
@@ -62,20 +63,54 @@ export interface RunOnceOptions<S extends TransactionSettings = TransactionSetti
   readonly namespace?: string | undefined;
   /** How the job's transaction is opened (refused when the call nests in a running transaction). */
   readonly transaction?: S | undefined;
+  /**
+   * The longest the job may run, in ms (1 to 2^31-1). Past it, the job's `signal` aborts with
+   * `JobTimedOutError`, the statement it has in flight is cancelled, its transaction is rolled back
+   * (nothing it wrote is saved, also when it ignores the signal), the run is recorded as
+   * `'timed-out'` and the lock released: the period is free again, and the call rejects with that
+   * `JobTimedOutError` at once, without waiting for the job. Until the job settles, its connection
+   * stays out of the pool in a failed transaction that holds no lock, so every statement it still
+   * sends fails. Refused when the call nests in a running transaction.
+   */
+  readonly maxRunMs?: number | undefined;
+  /**
+   * Runs a job that throws again, in this call and this period: up to `limit` more attempts,
+   * `delayMs` apart (holding the lock meanwhile; the call's `signal` ends the wait), while the
+   * period lasts. The attempts are recorded per period, so once a period has had `limit + 1`, every
+   * later call in it (any process) resolves `{ ran: false, reason: 'failed', attempts }`. A run that
+   * went over `maxRunMs` counts as an attempt, and is not retried in the same call. Without `retry`,
+   * each later call in the period runs a failed job again. Refused when the call nests.
+   */
+  readonly retry?: RetryPolicy | undefined;
 }
 
-/** What the job gets besides the transaction: the period it runs for. */
+/** What the job gets besides the transaction. */
 export interface RunOnceContext {
+  /** The period it runs for. */
   readonly period: RunOncePeriod;
+  /**
+   * Aborts when the run went over `maxRunMs` (`reason`: `JobTimedOutError`) or the call's own
+   * `signal` fired (its reason). Pass it on to what the job awaits (`fetch(url, { signal })`).
+   */
+  readonly signal: AbortSignal;
+  /** 1 for the period's first run, 2 for its first retry, and so on (counted across processes). */
+  readonly attempt: number;
 }
 
 /**
  * What `runOnce` resolves: `ran: true` with the job's value when this call ran it, else why not:
- * `'done'` (a run of this period committed already) or `'busy'` (another caller is running it now).
+ * `'done'` (a run of this period committed already), `'busy'` (another caller is running it now)
+ * or, with `retry`, `'failed'` (the period has had its `limit + 1` attempts; `attempts` says how many).
  */
 export type RunOnceResult<T> =
   | { readonly ran: true; readonly value: T; readonly period: RunOncePeriod }
-  | { readonly ran: false; readonly reason: 'done' | 'busy'; readonly period: RunOncePeriod };
+  | { readonly ran: false; readonly reason: 'done' | 'busy'; readonly period: RunOncePeriod }
+  | {
+      readonly ran: false;
+      readonly reason: 'failed';
+      readonly period: RunOncePeriod;
+      readonly attempts: number;
+    };
 
 /** The name's key, with the name and namespace kept on it (they name the job's row). */
 export function jobKey(name: unknown, namespace: string | undefined, verb: string): BigintLockKey {
@@ -129,16 +164,19 @@ async function runJob<Db, Tx, T>(
   if (typeof fn !== 'function') throw new InvalidLockOptionsError(`${verb}: the job must be a function.`);
   const perMs = parseDuration(options.per, 'per', verb);
   const key = jobKey(name, options.namespace ?? scope.defaults.namespace, verb);
+  const nested = nestingConnection(scope) !== undefined;
+  const limits = checkRunLimits(options, verb, nested);
   const lockOptions: WithLockOptions = {
     timeoutMs: options.timeoutMs,
     signal: options.signal,
-    transaction: options.transaction,
+    transaction: withRunBudget(scope, options, runBudgetMs(limits), verb),
     shared: false,
   };
+  const job = new JobRun(scope, key, limits, options.signal, verb, nested);
   const claim = claimStatement(key, perMs);
   let outcome: TryResult<RunOnceResult<T>>;
   try {
-    outcome = (await runLocked(
+    const locked = runLocked(
       scope,
       key,
       async (tx: Tx): Promise<RunOnceResult<T>> => {
@@ -146,6 +184,7 @@ async function runJob<Db, Tx, T>(
         if (connection === undefined) throw new Error('pglock bug: runOnce ran outside its lock context');
         let rows: readonly Row[];
         try {
+          await job.beforeClaim(connection);
           rows = await connection.query(claim);
         } catch (error) {
           if (sqlStateOf(error) === SERIALIZATION_FAILURE) throw new Busy(error);
@@ -156,18 +195,47 @@ async function runJob<Db, Tx, T>(
         if (stored !== null && stored !== undefined && Number(stored) !== perMs)
           throw scheduleMismatch(key, perMs, Number(stored), verb);
         if (Number(cell(rows[0] ?? {}, 'claimed')) !== 1) return { ran: false, reason: 'done', period };
-        return { ran: true, value: await fn(tx, { period }), period };
+        return { ...(await job.run(connection, tx, period, fn)), period };
       },
       lockOptions,
       true,
       verb,
-    )) as typeof outcome;
+    ) as Promise<typeof outcome>;
+    // A run past maxRunMs answers once its lock is released, before its job (and transaction) end.
+    outcome = await (limits.maxRunMs === undefined ? locked : Promise.race([locked, job.timedOut]));
   } catch (error) {
+    // pglock committed the run itself, and the ORM refused to commit the empty transaction after.
+    if (job.committed !== undefined && !(error instanceof Busy))
+      return { ran: true, value: job.committed.value as T, period: job.period as RunOncePeriod };
     if (!(error instanceof Busy)) throw error;
     outcome = { acquired: false };
   }
   if (outcome.acquired) return outcome.value;
   return { ran: false, reason: 'busy', period: await currentPeriod(scope, key, perMs, verb) };
+}
+
+/**
+ * `transaction` for a call whose port's transaction has a timer (Prisma's `timeout`): without one
+ * given, the run's whole budget (every attempt's maxRunMs, the delays, pglock's closing statements);
+ * one given that is shorter is refused before any SQL, rather than expiring under the job.
+ */
+function withRunBudget<Db, Tx>(
+  scope: VerbScope<Db, Tx>,
+  options: RunOnceOptions,
+  budgetMs: number | undefined,
+  verb: string,
+): RunOnceOptions['transaction'] {
+  const given = options.transaction;
+  if (budgetMs === undefined || !scope.port.transactionSettings.includes('timeout')) return given;
+  const timeout = given?.timeout ?? scope.defaults.transaction?.timeout;
+  if (timeout === undefined) return { ...given, timeout: budgetMs };
+  if (typeof timeout === 'number' && timeout < budgetMs) {
+    throw new InvalidLockOptionsError(
+      `${verb}: transaction.timeout (${timeout} ms) is shorter than this run may take (${budgetMs} ms: maxRunMs for each attempt, the retry delays and pglock's closing statements): ${scope.port.name} would end the transaction under the job. ` +
+        'Raise transaction.timeout to at least that, or drop it and pglock sets it.',
+    );
+  }
+  return given;
 }
 
 /**

@@ -14,6 +14,7 @@ import { nestingSuite } from './suites/nesting.ts';
 import { queueSuite } from './suites/queue.ts';
 import { releaseSuite } from './suites/release.ts';
 import { rolledBackSuite } from './suites/rolled-back.ts';
+import { runLimitsSuite } from './suites/run-limits.ts';
 import { schedulingSuite } from './suites/scheduling.ts';
 import { sessionLocksSuite } from './suites/session-locks.ts';
 import { timeoutSuite } from './suites/timeouts.ts';
@@ -38,6 +39,7 @@ export const suites = {
   transactionSettings: transactionSettingsSuite,
   diagnostics: diagnosticsSuite,
   scheduling: schedulingSuite,
+  runLimits: runLimitsSuite,
   verbs: verbsSuite,
   exports: exportsSuite,
 } as const;

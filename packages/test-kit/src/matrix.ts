@@ -149,6 +149,7 @@ export const connectionSuites: readonly SuiteName[] = [
   'queue',
   'sessionLocks',
   'scheduling',
+  'runLimits',
 ];
 
 /**
@@ -163,6 +164,7 @@ export const resultSuites: readonly SuiteName[] = [
   'diagnostics',
   'sessionLocks',
   'scheduling',
+  'runLimits',
 ];
 
 /**
@@ -178,6 +180,7 @@ export const controlSuites: readonly SuiteName[] = [
   'nesting',
   'release',
   'scheduling',
+  'runLimits',
 ];
 
 /**
@@ -197,4 +200,5 @@ export const poolerSuites: readonly SuiteName[] = [
   'sessionLocks',
   'transactionSettings',
   'scheduling',
+  'runLimits',
 ];

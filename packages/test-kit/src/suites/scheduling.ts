@@ -56,7 +56,7 @@ async function setUpDatabases(backdoor: Backdoor): Promise<void> {
     // Only when needed: ALTER TABLE waits for every transaction on the table, and blocks the next ones.
     const [upgraded] = await backdoor.query(
       `SELECT 1 AS ok FROM information_schema.columns
-        WHERE table_schema = current_schema() AND table_name = 'pglock_jobs' AND column_name = 'per_ms'`,
+        WHERE table_schema = current_schema() AND table_name = 'pglock_jobs' AND column_name = 'last_error'`,
     );
     if (!upgraded) await backdoor.query(JOBS_TABLE_UPGRADE_DDL);
     for (const database of [EMPTY_DATABASE, LEGACY_DATABASE]) {
