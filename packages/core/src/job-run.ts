@@ -123,6 +123,9 @@ const PER_ATTEMPT_MS = 1_000;
 /** Ending a run that went over: the cancel of its statement, the rollback, the record, the commit. */
 const CLOSING_MS = 5_000;
 
+/** How long a timed-out run's call waits for its job to settle before it answers without it. */
+const SETTLE_GRACE_MS = 100;
+
 /** A signal for a job no limit aborts. */
 const NEVER = new AbortController().signal;
 
@@ -329,8 +332,23 @@ export class JobRun<Db, Tx> {
         await Promise.all([rollbackAndChain, abortTransaction].map((s) => settle(connection.query(s))));
       }
     }
-    this.#timedOut?.(error);
-    await late.running.catch(() => undefined);
+    // A job that honoured its signal has settled by now: the call answers once its transaction has
+    // ended and the connection is back. One that has not is not waited for.
+    let timer: NodeJS.Timeout | undefined;
+    const settledSoon = await Promise.race([
+      late.running.then(
+        () => true,
+        () => true,
+      ),
+      new Promise<false>((resolve) => {
+        timer = setTimeout(() => resolve(false), SETTLE_GRACE_MS);
+      }),
+    ]);
+    clearTimeout(timer);
+    if (!settledSoon) {
+      this.#timedOut?.(error);
+      await late.running.catch(() => undefined);
+    }
     throw error;
   }
 
