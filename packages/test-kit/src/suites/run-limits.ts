@@ -295,6 +295,28 @@ function runLimitsTests(ctx: SuiteContext): void {
       },
     );
 
+    it.skipIf(noBackdoor)(
+      `an attempt whose statement failed is retried and the retry commits (also where the ORM refuses to commit a transaction in which a statement failed)${skipped(noBackdoor)}`,
+      async () => {
+        const instance = await ctx.open();
+        const table = await rowsTable();
+        const { name, key } = ctx.name('retry-failed-statement');
+        const result = await instance.locks.runOnce(
+          name,
+          { per: '1d', retry: { limit: 1 } },
+          async (tx, { attempt }) => {
+            await insert(instance, tx, table, 1, attempt);
+            if (attempt === 1) await instance.sqlOn(tx)('SELECT 1 / 0 AS never');
+            return attempt;
+          },
+        );
+        expect(result).toMatchObject({ ran: true, value: 2 });
+        expect(await rowsOf(ctx.backdoor, table)).toEqual(['1:2']);
+        expect(await jobRow(ctx.backdoor, key)).toMatchObject({ outcome: 'ok', attempts: 2 });
+        expect(await grantedOn(ctx.backdoor, key)).toBe(0);
+      },
+    );
+
     it.skipIf(noProcesses)(
       `the limit holds across processes: after limit + 1 attempts the call rejects with the job's error, recorded 'failed', and a later call elsewhere in the period resolves 'failed'${skipped(noProcesses)}`,
       { timeout: processTestTimeout },
