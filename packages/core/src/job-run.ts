@@ -315,12 +315,19 @@ export class JobRun<Db, Tx> {
     const control = this.#control();
     if (control !== undefined) {
       // Rolling back to the savepoint frees the claim's row for the record, written beside the job's
-      // transaction; whatever the job sends meanwhile is undone by the rollback after it.
-      if (await settle(connection.query(rollbackToClaim))) await settle(control(record));
+      // transaction while the lock is held; the transaction is failed again in the same breath, so
+      // whatever the job sends meanwhile fails.
+      const [undone] = await Promise.all(
+        [rollbackToClaim, abortTransaction].map((s) => settle(connection.query(s))),
+      );
+      if (undone) await settle(control(record));
+      // Sent together: nothing the job sends can run between the two, in the chained transaction.
       for (let tries = 0; tries < 2; tries++) {
-        if (await settle(connection.query(rollbackAndChain))) break;
+        const [chained] = await Promise.all(
+          [rollbackAndChain, abortTransaction].map((s) => settle(connection.query(s))),
+        );
+        if (chained) break;
       }
-      await settle(connection.query(abortTransaction));
     } else {
       // One connection only (nothing beside it to write on): the record in the job's transaction,
       // all four sent at once so that nothing the job sends can come between them.
