@@ -42,6 +42,11 @@ describe('pglock schema', () => {
         'ran_at',
         'term',
         'elected_at',
+        'run_ms',
+        'outcome',
+        'attempts',
+        'attempt_period',
+        'last_error',
       ]);
     } finally {
       await backdoor.query('RESET search_path');

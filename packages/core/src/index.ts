@@ -38,6 +38,7 @@ export {
 } from './errors.ts';
 export type { AdvisoryLockInfo } from './inspect-locks.ts';
 export { JobTimedOutError, LockTableMissingError, ScheduleMismatchError } from './job-errors.ts';
+export type { RetryPolicy } from './job-run.ts';
 export { JOBS_TABLE, JOBS_TABLE_DDL, JOBS_TABLE_UPGRADE_DDL } from './jobs-table.ts';
 export type { Election, LeaderCampaign, LeaderOptions } from './leader.ts';
 export {
@@ -53,7 +54,6 @@ export {
 } from './lock-key.ts';
 export { DEFAULT_MAX_KEYS, type LockOptions, type LockTarget } from './lock-options.ts';
 export type { LockScope } from './lock-statements.ts';
-export type { RetryPolicy } from './job-run.ts';
 export type { RunOnceContext, RunOnceOptions, RunOncePeriod, RunOnceResult } from './run-once.ts';
 export type { SessionLock, SessionLockOptions } from './session-lock.ts';
 export type { TryResult, WithLockOptions } from './transaction-lock.ts';

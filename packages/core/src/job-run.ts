@@ -225,8 +225,7 @@ export class JobRun<Db, Tx> {
           this.committed = { value: outcome.value };
           return { ran: true, value: outcome.value };
         } catch (recordError) {
-          if (sqlStateOf(recordError) !== SqlState.inFailedTransaction)
-            throw this.#tableError(recordError);
+          if (sqlStateOf(recordError) !== SqlState.inFailedTransaction) throw this.#tableError(recordError);
           error = rolledBack(this.#key, this.#verb, recordError);
         }
       }
@@ -483,7 +482,7 @@ function settle(query: Promise<unknown>): Promise<boolean> {
 function describeError(error: unknown): string {
   if (error instanceof Error) return `${error.name}: ${error.message}`;
   try {
-    return typeof error === 'string' ? error : JSON.stringify(error) ?? String(error);
+    return typeof error === 'string' ? error : (JSON.stringify(error) ?? String(error));
   } catch {
     return String(error);
   }

@@ -13,13 +13,18 @@ declare const pool: pg.Pool;
 
 describe('scheduling types', () => {
   it('runOnce gives the job the pool client and its period; the result narrows on ran', async () => {
-    const result = await runOnce(pool, 'report', { per: '1h' }, async (client, { period, signal, attempt }) => {
-      expectTypeOf(client).toEqualTypeOf<pg.PoolClient>();
-      expectTypeOf(period).toEqualTypeOf<RunOncePeriod>();
-      expectTypeOf(signal).toEqualTypeOf<AbortSignal>();
-      expectTypeOf(attempt).toEqualTypeOf<number>();
-      return 42;
-    });
+    const result = await runOnce(
+      pool,
+      'report',
+      { per: '1h' },
+      async (client, { period, signal, attempt }) => {
+        expectTypeOf(client).toEqualTypeOf<pg.PoolClient>();
+        expectTypeOf(period).toEqualTypeOf<RunOncePeriod>();
+        expectTypeOf(signal).toEqualTypeOf<AbortSignal>();
+        expectTypeOf(attempt).toEqualTypeOf<number>();
+        return 42;
+      },
+    );
     expectTypeOf(result).toEqualTypeOf<RunOnceResult<number>>();
     if (result.ran) expectTypeOf(result.value).toEqualTypeOf<number>();
     else if (result.reason === 'failed') expectTypeOf(result.attempts).toEqualTypeOf<number>();

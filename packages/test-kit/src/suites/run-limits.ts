@@ -192,7 +192,9 @@ function runLimitsTests(ctx: SuiteContext): void {
         expect(await rowsOf(ctx.backdoor, table)).toEqual(['2:2']);
         await expectHealthy(ctx.backdoor, pid);
         // The pool is fine: a later call on the same instance runs and commits.
-        expect(await instance.withLock(ctx.name('after').name, async (sql) => (await sql('SELECT 1 AS one'))[0])).toEqual({
+        expect(
+          await instance.withLock(ctx.name('after').name, async (sql) => (await sql('SELECT 1 AS one'))[0]),
+        ).toEqual({
           one: 1,
         });
       },
