@@ -40,6 +40,8 @@ export interface RunOncePeriod {
  *
  * const hourly: RunOnceOptions = { per: '1h' };
  * const patient: RunOnceOptions = { per: 30_000, timeoutMs: 5_000, namespace: 'billing' };
+ * // At most a minute per run, and two more attempts in the period when it throws.
+ * const bounded: RunOnceOptions = { per: '1h', maxRunMs: 60_000, retry: { limit: 2, delayMs: 5_000 } };
  * ```
  */
 export interface RunOnceOptions<S extends TransactionSettings = TransactionSettings> {
