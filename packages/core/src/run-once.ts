@@ -229,8 +229,15 @@ function withRunBudget<Db, Tx>(
 ): RunOnceOptions['transaction'] {
   const given = options.transaction;
   if (budgetMs === undefined || !scope.port.transactionSettings.includes('timeout')) return given;
-  const timeout = given?.timeout ?? scope.defaults.transaction?.timeout;
-  if (timeout === undefined) return { ...given, timeout: budgetMs };
+  // Anything but a plain object goes to the settings check as given, which refuses it.
+  if (given !== undefined && (typeof given !== 'object' || given === null || Array.isArray(given)))
+    return given;
+  const timeout = given?.timeout;
+  // The factory's default timeout is for its transactions in general: this run's budget is more specific.
+  if (timeout === undefined) {
+    const fallback = scope.defaults.transaction?.timeout;
+    return { ...given, timeout: typeof fallback === 'number' ? Math.max(fallback, budgetMs) : budgetMs };
+  }
   if (typeof timeout === 'number' && timeout < budgetMs) {
     throw new InvalidLockOptionsError(
       `${verb}: transaction.timeout (${timeout} ms) is shorter than this run may take (${budgetMs} ms: maxRunMs for each attempt, the retry delays and pglock's closing statements): ${scope.port.name} would end the transaction under the job. ` +
