@@ -312,6 +312,7 @@ export class JobRun<Db, Tx> {
       error: error.message,
     });
     const control = this.#control();
+    let recorded = false;
     if (control !== undefined) {
       // Rolling back to the savepoint frees the claim's row for the record, written beside the job's
       // transaction while the lock is held; the transaction is failed again in the same breath, so
@@ -319,25 +320,29 @@ export class JobRun<Db, Tx> {
       const [undone] = await Promise.all(
         [rollbackToClaim, abortTransaction].map((s) => settle(connection.query(s))),
       );
-      if (undone) await settle(control(record));
-      // Sent together: nothing the job sends can run between the two, in the chained transaction.
-      for (let tries = 0; tries < 2; tries++) {
-        const [chained] = await Promise.all(
-          [rollbackAndChain, abortTransaction].map((s) => settle(connection.query(s))),
-        );
-        if (chained) break;
-      }
-    } else {
-      // One connection only (nothing beside it to write on): the record in the job's transaction,
-      // all four sent at once so that nothing the job sends can come between them.
+      recorded = undone === true && (await settle(control(record)));
+    }
+    if (!recorded) {
+      // No connection beside this one could write it (one connection only): the record in the job's
+      // transaction, all four sent at once so that nothing the job sends can come between them.
       const closing = [rollbackToClaim, record, commitAndChain, abortTransaction].map((s) =>
         settle(connection.query(s)),
       );
       const [, , committed] = await Promise.all(closing);
-      if (!committed) {
-        await Promise.all([rollbackAndChain, abortTransaction].map((s) => settle(connection.query(s))));
-      }
+      if (committed) return this.#answer(late, error);
     }
+    // Sent together: nothing the job sends can run between the two, in the chained transaction.
+    for (let tries = 0; tries < 2; tries++) {
+      const [chained] = await Promise.all(
+        [rollbackAndChain, abortTransaction].map((s) => settle(connection.query(s))),
+      );
+      if (chained) break;
+    }
+    return this.#answer(late, error);
+  }
+
+  /** Answers a timed-out call: after its job settled when it honoured its signal, else at once. */
+  async #answer(late: Extract<Attempt<unknown>, { kind: 'late' }>, error: JobTimedOutError): Promise<never> {
     // A job that honoured its signal has settled by now: the call answers once its transaction has
     // ended and the connection is back. One that has not is not waited for.
     let timer: NodeJS.Timeout | undefined;

@@ -243,6 +243,37 @@ function runLimitsTests(ctx: SuiteContext): void {
       },
     );
 
+    it('on every adapter (one in-process connection included): a timed-out run writes nothing, and the next call runs its period as attempt 2', async () => {
+      const instance = await ctx.open();
+      const table = `pglock_rl_${Math.random().toString(36).slice(2, 10)}`;
+      await instance.withLock(ctx.name('run-limits-ddl').name, async (sql) => {
+        // An in-process database of its own has no jobs table yet (the backdoor made the shared one).
+        if (noBackdoor) await sql(JOBS_TABLE_DDL);
+        await sql(`CREATE TABLE ${table} (n int)`);
+      });
+      try {
+        const { name } = ctx.name('max-run-anywhere');
+        const error = await instance.locks
+          .runOnce(name, { per: '1d', maxRunMs: 200 }, async (tx, { signal }) => {
+            await instance.sqlOn(tx)(`INSERT INTO ${table} VALUES (1)`);
+            await new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason)));
+          })
+          .catch((e: unknown) => e);
+        expect(JobTimedOutError.is(error), String(error)).toBe(true);
+        const next = await instance.locks.runOnce(name, { per: '1d' }, async (tx, { attempt }) => {
+          await instance.sqlOn(tx)(`INSERT INTO ${table} VALUES ($1::int)`, [attempt]);
+          return attempt;
+        });
+        expect(next).toMatchObject({ ran: true, value: 2 });
+        const rows = await instance.withLock(ctx.name('run-limits-read').name, (sql) =>
+          sql(`SELECT n FROM ${table} ORDER BY n`),
+        );
+        expect(rows).toEqual([{ n: 2 }]);
+      } finally {
+        await instance.withLock(ctx.name('run-limits-drop').name, (sql) => sql(`DROP TABLE ${table}`));
+      }
+    });
+
     it.skipIf(!timerTimeout)(
       `a transaction with a timer (Prisma's timeout): maxRunMs beyond the default is budgeted, a shorter transaction.timeout is refused before any SQL${skipped(timerTimeout ? undefined : 'the adapter has no transaction timer')}`,
       async () => {
