@@ -14,7 +14,8 @@ export type AdvisoryLockErrorCode =
   | 'LOCK_USAGE'
   | 'TRANSACTION_ROLLED_BACK'
   | 'LOCK_TABLE_MISSING'
-  | 'SCHEDULE_MISMATCH';
+  | 'SCHEDULE_MISMATCH'
+  | 'JOB_TIMED_OUT';
 
 /** Fields every pglock error accepts. */
 export interface AdvisoryLockErrorOptions {

@@ -38,7 +38,8 @@ export {
   TransactionRolledBackError,
 } from './errors.ts';
 export type { AdvisoryLockInfo } from './inspect-locks.ts';
-export { LockTableMissingError, ScheduleMismatchError } from './job-errors.ts';
+export { JobTimedOutError, LockTableMissingError, ScheduleMismatchError } from './job-errors.ts';
+export type { RetryPolicy } from './job-run.ts';
 export type { JobSchedule } from './job-schedule.ts';
 export { JOBS_TABLE, JOBS_TABLE_DDL, JOBS_TABLE_UPGRADE_DDL } from './jobs-table.ts';
 export type { Election, LeaderCampaign, LeaderOptions } from './leader.ts';

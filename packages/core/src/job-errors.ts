@@ -88,3 +88,41 @@ export class ScheduleMismatchError extends AdvisoryLockError {
     return isCode(value, 'SCHEDULE_MISMATCH');
   }
 }
+
+/**
+ * A `runOnce` job ran longer than its `maxRunMs`. Its `signal` aborted with this error as `reason`,
+ * the statement it had in flight was cancelled, its transaction was rolled back (nothing it wrote was
+ * saved, also when it ignored the signal), the run was recorded as `'timed-out'` and the lock was
+ * released: the period is free again, and a later call in it runs the job (as a retry, when `retry` is
+ * set). Make the job honour `signal` (pass it on, or check `signal.aborted` between steps), or raise
+ * `maxRunMs`.
+ *
+ * @example
+ * ```ts
+ * import { JobTimedOutError } from '@pglock/core';
+ *
+ * await locks.runOnce('digest', { per: '1h', maxRunMs: 60_000 }, send).catch((error) => {
+ *   if (JobTimedOutError.is(error)) console.warn(`attempt ${error.attempt} ran over ${error.maxRunMs} ms`);
+ *   else throw error;
+ * });
+ * ```
+ */
+export class JobTimedOutError extends AdvisoryLockError {
+  /** The call's `maxRunMs`. */
+  readonly maxRunMs: number;
+  /** The attempt that ran over (1 for the period's first). */
+  readonly attempt: number;
+
+  constructor(
+    message: string,
+    options: AdvisoryLockErrorOptions & { readonly maxRunMs: number; readonly attempt: number },
+  ) {
+    super('JOB_TIMED_OUT', message, options);
+    this.maxRunMs = options.maxRunMs;
+    this.attempt = options.attempt;
+  }
+
+  static override is(value: unknown): value is JobTimedOutError {
+    return isCode(value, 'JOB_TIMED_OUT');
+  }
+}

@@ -33,7 +33,7 @@ export const JOBS_TABLE_DDL = `CREATE TABLE IF NOT EXISTS pglock_jobs (
   period_end     timestamptz,                  -- runOnce: end of that period: the next period is due then
   ran_at         timestamptz,                  -- runOnce: when that run took the lock (server clock)
   run_ms         bigint,                       -- runOnce: how long the last run took, in ms
-  outcome        text,                         -- runOnce: how the last run ended
+  outcome        text,                         -- runOnce: how the last run ended: 'ok', 'failed' or 'timed-out'
   attempts       integer NOT NULL DEFAULT 0,   -- runOnce: runs tried in attempt_period (retry)
   attempt_period timestamptz,                  -- runOnce: the period attempts counts for
   last_error     text,                         -- runOnce: the message of the last failed attempt

@@ -19,6 +19,8 @@ export const RUN_ONCE_OPTION_KEYS = [
   'transaction',
   'minIntervalMs',
   'catchUp',
+  'maxRunMs',
+  'retry',
 ] as const;
 /** `leader`. */
 export const LEADER_OPTION_KEYS = [
@@ -68,6 +70,13 @@ const ALIASES: Readonly<Record<string, string>> = {
   mininterval: 'minIntervalMs',
   catchup: 'catchUp',
   fill: 'catchUp',
+  lockatmostfor: 'maxRunMs',
+  maxrun: 'maxRunMs',
+  maxduration: 'maxRunMs',
+  runtimeout: 'maxRunMs',
+  retries: 'retry',
+  retrylimit: 'retry',
+  maxattempts: 'retry',
 };
 
 /** Where a checked object sits, and what its message offers. */

@@ -1,6 +1,7 @@
 import type { DurationString } from './duration.ts';
 import { InvalidLockKeyError, InvalidLockOptionsError } from './errors.ts';
 import { ScheduleMismatchError } from './job-errors.ts';
+import { checkRunLimits, JobRun, type RetryPolicy, runBudgetMs } from './job-run.ts';
 import {
   conflictsWith,
   cronPeriod,
@@ -109,6 +110,25 @@ export interface RunOnceRunOptions<S extends TransactionSettings = TransactionSe
    * records it); the current period runs on the next call.
    */
   readonly catchUp?: 'none' | 'last' | undefined;
+  /**
+   * The longest the job may run, in ms (1 to 2^31-1). Past it, the job's `signal` aborts with
+   * `JobTimedOutError`, the statement it has in flight is cancelled, its transaction is rolled back
+   * (nothing it wrote is saved, also when it ignores the signal), the run is recorded as
+   * `'timed-out'` and the lock released: the period is free again, and the call rejects with that
+   * `JobTimedOutError` at once, without waiting for the job. Until the job settles, its connection
+   * stays out of the pool in a failed transaction that holds no lock, so every statement it still
+   * sends fails. Refused when the call nests in a running transaction.
+   */
+  readonly maxRunMs?: number | undefined;
+  /**
+   * Runs a job that throws again, in this call and this period: up to `limit` more attempts,
+   * `delayMs` apart (holding the lock meanwhile; the call's `signal` ends the wait), while the
+   * period lasts. The attempts are recorded per period, so once a period has had `limit + 1`, every
+   * later call in it (any process) resolves `{ ran: false, reason: 'failed', attempts }`. A run that
+   * went over `maxRunMs` counts as an attempt, and is not retried in the same call. Without `retry`,
+   * each later call in the period runs a failed job again. Refused when the call nests.
+   */
+  readonly retry?: RetryPolicy | undefined;
 }
 
 /**
@@ -123,6 +143,8 @@ export interface RunOnceRunOptions<S extends TransactionSettings = TransactionSe
  * const patient: RunOnceOptions = { per: 30_000, timeoutMs: 5_000, namespace: 'billing' };
  * const nightly: RunOnceOptions = { cron: '0 3 * * *', timeZone: 'Europe/Berlin', catchUp: 'last' };
  * const spaced: RunOnceOptions = { cron: '* * * * *', minIntervalMs: 5 * 60_000 };
+ * // At most a minute per run, and two more attempts in the period when it throws.
+ * const bounded: RunOnceOptions = { per: '1h', maxRunMs: 60_000, retry: { limit: 2, delayMs: 5_000 } };
  * ```
  */
 export type RunOnceOptions<S extends TransactionSettings = TransactionSettings> = RunOnceRunOptions<S> &
@@ -137,31 +159,54 @@ export interface RunOnceContext {
    * run took them); `0` on the first run. A cron count stops at 1000.
    */
   readonly missed: number;
+  /**
+   * Aborts when the run went over `maxRunMs` (`reason`: `JobTimedOutError`) or the call's own
+   * `signal` fired (its reason). Pass it on to what the job awaits (`fetch(url, { signal })`).
+   */
+  readonly signal: AbortSignal;
+  /** 1 for the period's first run, 2 for its first retry, and so on (counted across processes). */
+  readonly attempt: number;
 }
 
 /** Why a `runOnce` call did not run its job (see {@link RunOnceResult}). */
-export type RunOnceReason = 'done' | 'busy' | 'too-soon';
+export type RunOnceReason = 'done' | 'busy' | 'too-soon' | 'failed';
+
+/** `R` when options of type `O` may carry the key `K` (set to something other than `undefined`). */
+type IfOption<O, K extends string, R> = K extends keyof O
+  ? O[keyof O & K] extends undefined
+    ? never
+    : R
+  : never;
 
 /**
  * The reasons a call with options of type `O` can answer: `'too-soon'` only when `O` may carry a
- * `minIntervalMs`, so code written before it (an exhaustive `switch` over `'done' | 'busy'`) still
- * compiles.
+ * `minIntervalMs`, `'failed'` only when it may carry a `retry`, so code written before them (an
+ * exhaustive `switch` over `'done' | 'busy'`) still compiles.
  */
-export type RunOnceReasonOf<O> = 'minIntervalMs' extends keyof O
-  ? O[keyof O & 'minIntervalMs'] extends undefined
-    ? 'done' | 'busy'
-    : RunOnceReason
-  : 'done' | 'busy';
+export type RunOnceReasonOf<O> =
+  | 'done'
+  | 'busy'
+  | IfOption<O, 'minIntervalMs', 'too-soon'>
+  | IfOption<O, 'retry', 'failed'>;
 
 /**
  * What `runOnce` resolves: `ran: true` with the job's value when this call ran it, else why not:
- * `'done'` (a run of this period committed already), `'busy'` (another caller is running it now) or
- * `'too-soon'` (`minIntervalMs` has not passed since the last run started; only a call given
- * `minIntervalMs` is typed with it).
+ * `'done'` (a run of this period committed already), `'busy'` (another caller is running it now),
+ * `'too-soon'` (`minIntervalMs` has not passed since the last run started) or, with `retry`,
+ * `'failed'` (the period has had its `limit + 1` attempts; `attempts` says how many). Only a call
+ * given `minIntervalMs` (or `retry`) is typed with `'too-soon'` (or `'failed'`).
  */
 export type RunOnceResult<T, R extends RunOnceReason = RunOnceReason> =
   | { readonly ran: true; readonly value: T; readonly period: RunOncePeriod; readonly missed: number }
-  | { readonly ran: false; readonly reason: R; readonly period: RunOncePeriod };
+  | { readonly ran: false; readonly reason: Exclude<R, 'failed'>; readonly period: RunOncePeriod }
+  | ('failed' extends R
+      ? {
+          readonly ran: false;
+          readonly reason: 'failed';
+          readonly period: RunOncePeriod;
+          readonly attempts: number;
+        }
+      : never);
 
 /** The name's key, with the name and namespace kept on it (they name the job's row). */
 export function jobKey(name: unknown, namespace: string | undefined, verb: string): BigintLockKey {
@@ -216,32 +261,45 @@ async function runJob<Db, Tx, T>(
   checkOptionKeys(options, RUN_ONCE_OPTION_KEYS, verb);
   if (typeof fn !== 'function') throw new InvalidLockOptionsError(`${verb}: the job must be a function.`);
   const schedule = parseSchedule(options, verb);
-  const limits = runLimitsOf(options, verb);
+  const claimLimits = runLimitsOf(options, verb);
   const key = jobKey(name, options.namespace ?? scope.defaults.namespace, verb);
+  const nested = nestingConnection(scope) !== undefined;
+  const limits = checkRunLimits(options, verb, nested);
   const lockOptions: WithLockOptions = {
     timeoutMs: options.timeoutMs,
     signal: options.signal,
-    transaction: options.transaction,
+    transaction: withRunBudget(scope, options, runBudgetMs(limits), verb),
     shared: false,
   };
+  const job = new JobRun(scope, key, limits, options.signal, verb, nested);
+  let missed = 0;
   let outcome: TryResult<RunOnceResult<T>>;
   try {
-    outcome = (await runLocked(
+    const locked = runLocked(
       scope,
       key,
       async (tx: Tx): Promise<RunOnceResult<T>> => {
         const connection = contextOfTransaction(tx)?.connection;
         if (connection === undefined) throw new Error('pglock bug: runOnce ran outside its lock context');
-        const claim = await claimPeriod(connection, key, schedule, limits, verb);
+        const claim = await claimPeriod(connection, key, schedule, claimLimits, verb, () =>
+          job.beforeClaim(connection),
+        );
         if (!claim.claimed) return { ran: false, reason: claim.reason, period: claim.period };
-        const { period, missed } = claim;
-        return { ran: true, value: await fn(tx, { period, missed }), period, missed };
+        const { period } = claim;
+        missed = claim.missed;
+        const run = await job.run(connection, tx, period, (t: Tx, context) => fn(t, { ...context, missed }));
+        return run.ran ? { ran: true, value: run.value, period, missed } : { ...run, period };
       },
       lockOptions,
       true,
       verb,
-    )) as typeof outcome;
+    ) as Promise<typeof outcome>;
+    // A run past maxRunMs answers once its lock is released, before its job (and transaction) end.
+    outcome = await (limits.maxRunMs === undefined ? locked : Promise.race([locked, job.timedOut]));
   } catch (error) {
+    // pglock committed the run itself, and the ORM refused to commit the empty transaction after.
+    if (job.committed !== undefined && !(error instanceof Busy))
+      return { ran: true, value: job.committed.value as T, period: job.period as RunOncePeriod, missed };
     if (!(error instanceof Busy)) throw error;
     outcome = { acquired: false };
   }
@@ -275,9 +333,11 @@ async function claimPeriod(
   schedule: Schedule,
   limits: Pick<ClaimRequest, 'minIntervalMs' | 'catchUp'>,
   verb: string,
+  beforeClaim: () => Promise<void>,
 ): Promise<Claim> {
   let row: Row;
   try {
+    await beforeClaim();
     let cron: ClaimRequest['cron'];
     if ('cron' in schedule) {
       const [now] = await connection.query(nowStatement());
@@ -306,6 +366,37 @@ async function claimPeriod(
   }
   const done = previous !== undefined && previous >= period.start.getTime();
   return { claimed: false, reason: done ? 'done' : 'too-soon', period };
+}
+
+/**
+ * `transaction` for a call whose port's transaction has a timer (Prisma's `timeout`): without one
+ * given, the run's whole budget (every attempt's maxRunMs, the delays, pglock's closing statements);
+ * one given that is shorter is refused before any SQL, rather than expiring under the job.
+ */
+function withRunBudget<Db, Tx>(
+  scope: VerbScope<Db, Tx>,
+  options: RunOnceOptions,
+  budgetMs: number | undefined,
+  verb: string,
+): RunOnceOptions['transaction'] {
+  const given = options.transaction;
+  if (budgetMs === undefined || !scope.port.transactionSettings.includes('timeout')) return given;
+  // Anything but a plain object goes to the settings check as given, which refuses it.
+  if (given !== undefined && (typeof given !== 'object' || given === null || Array.isArray(given)))
+    return given;
+  const timeout = given?.timeout;
+  // The factory's default timeout is for its transactions in general: this run's budget is more specific.
+  if (timeout === undefined) {
+    const fallback = scope.defaults.transaction?.timeout;
+    return { ...given, timeout: typeof fallback === 'number' ? Math.max(fallback, budgetMs) : budgetMs };
+  }
+  if (typeof timeout === 'number' && timeout < budgetMs) {
+    throw new InvalidLockOptionsError(
+      `${verb}: transaction.timeout (${timeout} ms) is shorter than this run may take (${budgetMs} ms: maxRunMs for each attempt, the retry delays and pglock's closing statements): ${scope.port.name} would end the transaction under the job. ` +
+        'Raise transaction.timeout to at least that, or drop it and pglock sets it.',
+    );
+  }
+  return given;
 }
 
 /**

@@ -120,11 +120,26 @@ describe('unknown option keys', () => {
 
   it('a name with nothing near gets the list of known keys, and no guess', async () => {
     const error = await locks()
-      .runOnce('nightly', { per: '1h', lockAtMostFor: '10m' } as never, job)
+      .runOnce('nightly', { per: '1h', zookeeper: true } as never, job)
       .catch((e: unknown) => e);
     expect(InvalidLockOptionsError.is(error)).toBe(true);
     expect((error as Error).message).toBe(
-      'runOnce: unknown option `lockAtMostFor`; the options of runOnce are per, cron, timeZone, timeoutMs, signal, namespace, transaction, minIntervalMs, catchUp. Pass only those: an unknown key would be ignored, and the call would run without it.',
+      'runOnce: unknown option `zookeeper`; the options of runOnce are per, cron, timeZone, timeoutMs, signal, namespace, transaction, minIntervalMs, catchUp, maxRunMs, retry. Pass only those: an unknown key would be ignored, and the call would run without it.',
+    );
+  });
+
+  it("ShedLock's lockAtMostFor names maxRunMs; a key inside retry is checked there", async () => {
+    const foreign = await locks()
+      .runOnce('nightly', { per: '1h', lockAtMostFor: '10m' } as never, job)
+      .catch((e: unknown) => e);
+    expect((foreign as Error).message).toMatch(
+      /^runOnce: unknown option `lockAtMostFor` \(did you mean `maxRunMs`\?\)/,
+    );
+    const inner = await locks()
+      .runOnce('nightly', { per: '1h', retry: { limit: 1, delay: 5 } } as never, job)
+      .catch((e: unknown) => e);
+    expect((inner as Error).message).toMatch(
+      /^runOnce: unknown setting `retry\.delay` \(did you mean `retry\.delayMs`\?\); the retry settings runOnce takes here are limit, delayMs\./,
     );
   });
 

@@ -19,14 +19,22 @@ declare const pool: pg.Pool;
 
 describe('scheduling types', () => {
   it('runOnce gives the job the pool client and its period; the result narrows on ran', async () => {
-    const result = await runOnce(pool, 'report', { per: '1h' }, async (client, { period, missed }) => {
-      expectTypeOf(client).toEqualTypeOf<pg.PoolClient>();
-      expectTypeOf(period).toEqualTypeOf<RunOncePeriod>();
-      expectTypeOf(missed).toEqualTypeOf<number>();
-      return 42;
-    });
+    const result = await runOnce(
+      pool,
+      'report',
+      { per: '1h' },
+      async (client, { period, missed, signal, attempt }) => {
+        expectTypeOf(client).toEqualTypeOf<pg.PoolClient>();
+        expectTypeOf(period).toEqualTypeOf<RunOncePeriod>();
+        expectTypeOf(missed).toEqualTypeOf<number>();
+        expectTypeOf(signal).toEqualTypeOf<AbortSignal>();
+        expectTypeOf(attempt).toEqualTypeOf<number>();
+        return 42;
+      },
+    );
     expectTypeOf(result).toEqualTypeOf<RunOnceResult<number>>();
     if (result.ran) expectTypeOf(result.value).toEqualTypeOf<number>();
+    else if (result.reason === 'failed') expectTypeOf(result.attempts).toEqualTypeOf<number>();
     else expectTypeOf(result.reason).toEqualTypeOf<'done' | 'busy' | 'too-soon'>();
     expectTypeOf(result.period.start).toEqualTypeOf<Date>();
   });
@@ -41,6 +49,12 @@ describe('scheduling types', () => {
     runOnce(pool, 'a', {}, job);
     // @ts-expect-error Prisma's transaction timeout does not exist on node-postgres
     runOnce(pool, 'a', { per: '1h', transaction: { timeout: 10_000 } }, job);
+    runOnce(pool, 'a', { per: '1h', maxRunMs: 60_000, retry: { limit: 3, delayMs: 1_000 } }, job);
+    runOnce(pool, 'a', { per: '1h', retry: { limit: 0 } }, job);
+    // @ts-expect-error retry needs its limit
+    runOnce(pool, 'a', { per: '1h', retry: { delayMs: 1_000 } }, job);
+    // @ts-expect-error maxRunMs is milliseconds, not a duration string
+    runOnce(pool, 'a', { per: '1h', maxRunMs: '1m' }, job);
   });
 
   it("'too-soon' is in the result's type only for a call that may carry minIntervalMs", async () => {
@@ -73,6 +87,7 @@ describe('scheduling types', () => {
     const campaign = leader(pool, 'scheduler', {
       onElected: ({ term, signal }) => {
         expectTypeOf(term).toEqualTypeOf<number>();
+        expectTypeOf(missed).toEqualTypeOf<number>();
         expectTypeOf(signal).toEqualTypeOf<AbortSignal>();
       },
     });

@@ -15,6 +15,7 @@ import { nestingSuite } from './suites/nesting.ts';
 import { queueSuite } from './suites/queue.ts';
 import { releaseSuite } from './suites/release.ts';
 import { rolledBackSuite } from './suites/rolled-back.ts';
+import { runLimitsSuite } from './suites/run-limits.ts';
 import { schedulesSuite } from './suites/schedules.ts';
 import { schedulingSuite } from './suites/scheduling.ts';
 import { sessionLocksSuite } from './suites/session-locks.ts';
@@ -42,6 +43,7 @@ export const suites = {
   scheduling: schedulingSuite,
   schedules: schedulesSuite,
   leaderObservers: leaderObserversSuite,
+  runLimits: runLimitsSuite,
   verbs: verbsSuite,
   exports: exportsSuite,
 } as const;

@@ -151,6 +151,7 @@ export const connectionSuites: readonly SuiteName[] = [
   'scheduling',
   'schedules',
   'leaderObservers',
+  'runLimits',
 ];
 
 /**
@@ -167,6 +168,7 @@ export const resultSuites: readonly SuiteName[] = [
   'scheduling',
   'schedules',
   'leaderObservers',
+  'runLimits',
 ];
 
 /**
@@ -183,6 +185,7 @@ export const controlSuites: readonly SuiteName[] = [
   'release',
   'scheduling',
   'leaderObservers',
+  'runLimits',
 ];
 
 /**
@@ -206,4 +209,5 @@ export const poolerSuites: readonly SuiteName[] = [
   'scheduling',
   'schedules',
   'leaderObservers',
+  'runLimits',
 ];

@@ -24,7 +24,7 @@ export const schedulingScenarios: Record<
       per: number;
       ms: number;
     };
-    const counts = { ran: 0, done: 0, busy: 0, 'too-soon': 0 };
+    const counts = { ran: 0, done: 0, busy: 0, 'too-soon': 0, failed: 0 };
     const periods = new Set<number>();
     say({ event: 'ready' });
     await instance.withLock(gate, async () => undefined, { shared: true });

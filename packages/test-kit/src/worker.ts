@@ -2,6 +2,7 @@
 // and runs one scenario, reporting progress as JSON lines on stdout.
 import type { AdapterHarness } from './harness.ts';
 import { leaderScenarios } from './leader-scenarios.ts';
+import { runLimitsScenarios } from './run-limits-scenarios.ts';
 import { schedulesScenarios } from './schedules-scenarios.ts';
 import { schedulingScenarios } from './scheduling-scenarios.ts';
 
@@ -64,6 +65,8 @@ if (scenario === 'increment') {
   await schedulesScenarios[scenario]?.(instance, args, say);
 } else if (Object.hasOwn(leaderScenarios, scenario)) {
   await leaderScenarios[scenario]?.(instance, args, say);
+} else if (Object.hasOwn(runLimitsScenarios, scenario)) {
+  await runLimitsScenarios[scenario]?.(instance, args, say);
 } else {
   throw new Error(`unknown scenario ${scenario}`);
 }

@@ -105,13 +105,13 @@ export function inputSuite(ctx: SuiteContext): void {
       expect((misplaced as Error).message).toMatch(
         /^\$?withLock: unknown option `isolationLevel` \(did you mean `transaction\.isolationLevel`\?\)/,
       );
-      // Another library's option (ShedLock's): nothing near it, so the message lists what runOnce takes.
+      // Another library's option (ShedLock's): the message names pglock's, and lists what runOnce takes.
       const foreign = await instance.locks
         .runOnce(name, { per: '1h', lockAtMostFor: '10m' } as never, async () => 'ran')
         .catch((e: unknown) => e);
       expect(InvalidLockOptionsError.is(foreign), String(foreign)).toBe(true);
       expect((foreign as Error).message).toMatch(
-        /^runOnce: unknown option `lockAtMostFor`; the options of runOnce are per, cron, timeZone, timeoutMs, signal, namespace, transaction, minIntervalMs, catchUp\./,
+        /^runOnce: unknown option `lockAtMostFor` \(did you mean `maxRunMs`\?\); the options of runOnce are per, cron, timeZone, timeoutMs, signal, namespace, transaction, minIntervalMs, catchUp, maxRunMs, retry\./,
       );
       // A typo inside `transaction`, and in the factory's defaults (thrown where the factory is made).
       const typo = await instance
