@@ -122,7 +122,7 @@ export function createAdvisoryLocks<Db, Tx, InTx = Tx, S extends TransactionSett
       )) as SessionLock;
       return runWithSessionLock(handle, fn);
     },
-    // One implementation for both overloads: without minIntervalMs it never answers 'too-soon'.
+    // One implementation for both overloads: without minIntervalMs and retry it never answers 'too-soon' or 'failed'.
     runOnce: ((
       job: string,
       options: RunOnceOptions<S>,

@@ -74,7 +74,8 @@ export interface AdvisoryLocks<Tx, InTx = Tx, S extends TransactionSettings = Tr
    * the job's `missed` (with `catchUp: 'last'`) tells of periods no run took. Resolves
    * `{ ran: true, value, period, missed }`, or `{ ran: false, reason }` with `'done'` (this period's
    * run committed), `'busy'` (another caller runs it now; it does not wait unless `timeoutMs`) or
-   * `'too-soon'` (`minIntervalMs`). When `fn` throws (or its process dies) everything rolls back, the
+   * `'too-soon'` (`minIntervalMs`), or with `retry` `'failed'` (the period's attempts are used up; a
+   * call without `minIntervalMs` and `retry` is typed `'done' | 'busy'`). When `fn` throws (or its process dies) everything rolls back, the
    * error reaches the caller unchanged, and the next caller in the period runs it. One name is one
    * schedule: another schedule than the one the job's row records is `ScheduleMismatchError`. A
    * missing table is `LockTableMissingError`, whose message holds the DDL (for a table from an older
@@ -91,7 +92,7 @@ export interface AdvisoryLocks<Tx, InTx = Tx, S extends TransactionSettings = Tr
    */
   runOnce<T>(
     name: string,
-    options: RunOnceOptions<S> & { readonly minIntervalMs?: undefined },
+    options: RunOnceOptions<S> & { readonly minIntervalMs?: undefined; readonly retry?: undefined },
     fn: (tx: Tx, run: RunOnceContext) => Promise<T>,
   ): Promise<RunOnceResult<T, 'done' | 'busy'>>;
   runOnce<T>(

@@ -57,17 +57,20 @@ describe('scheduling types', () => {
     runOnce(pool, 'a', { per: '1h', maxRunMs: '1m' }, job);
   });
 
-  it("'too-soon' is in the result's type only for a call that may carry minIntervalMs", async () => {
+  it("'too-soon' ('failed') is in the result's type only for a call that may carry minIntervalMs (retry)", async () => {
     const locks = advisoryLocks(pool);
     const plain = await locks.runOnce('a', { per: '1h' }, async () => 1);
     if (!plain.ran) expectTypeOf(plain.reason).toEqualTypeOf<'done' | 'busy'>();
     const spaced = await locks.runOnce('a', { cron: '0 * * * *', minIntervalMs: 5_000 }, async () => 1);
-    if (!spaced.ran) expectTypeOf(spaced.reason).toEqualTypeOf<'done' | 'busy' | 'too-soon'>();
+    if (!spaced.ran) expectTypeOf(spaced.reason).toEqualTypeOf<'done' | 'busy' | 'too-soon' | 'failed'>();
     const options: RunOnceOptions = { per: '1h' };
     const typed = await locks.runOnce('a', options, async () => 1);
-    if (!typed.ran) expectTypeOf(typed.reason).toEqualTypeOf<'done' | 'busy' | 'too-soon'>();
+    if (!typed.ran) expectTypeOf(typed.reason).toEqualTypeOf<'done' | 'busy' | 'too-soon' | 'failed'>();
+    const retried = await locks.runOnce('a', { per: '1h', retry: { limit: 2 } }, async () => 1);
+    if (!retried.ran) expectTypeOf(retried.reason).toEqualTypeOf<'done' | 'busy' | 'too-soon' | 'failed'>();
+    if (!retried.ran && retried.reason === 'failed') expectTypeOf(retried.attempts).toEqualTypeOf<number>();
     expectTypeOf<RunOnceReasonOf<{ per: '1h' }>>().toEqualTypeOf<'done' | 'busy'>();
-    expectTypeOf<RunOnceReasonOf<RunOnceOptions>>().toEqualTypeOf<'done' | 'busy' | 'too-soon'>();
+    expectTypeOf<RunOnceReasonOf<RunOnceOptions>>().toEqualTypeOf<'done' | 'busy' | 'too-soon' | 'failed'>();
   });
 
   it('cron with an optional timeZone instead of per (never both); minIntervalMs and catchUp', () => {
@@ -87,7 +90,6 @@ describe('scheduling types', () => {
     const campaign = leader(pool, 'scheduler', {
       onElected: ({ term, signal }) => {
         expectTypeOf(term).toEqualTypeOf<number>();
-        expectTypeOf(missed).toEqualTypeOf<number>();
         expectTypeOf(signal).toEqualTypeOf<AbortSignal>();
       },
     });

@@ -69,8 +69,8 @@ export function advisoryLocks(defaults: PrismaLocksOptions = {}) {
         return locksOf(Prisma.getExtensionContext(this)).tryWithLock(target, fn as Untyped<R>, options);
       },
       /**
-       * Runs `fn(tx, { period, missed })` at most once per period across every instance (see
-       * `runOnce`); `'too-soon'` is in the result's type only when `options` may carry `minIntervalMs`.
+       * Runs `fn(tx, { period, missed, signal, attempt })` at most once per period across every instance (see
+       * `runOnce`); `'too-soon'` (`'failed'`) is in the result's type only when `options` may carry `minIntervalMs` (`retry`).
        */
       $runOnce<C, R, O extends RunOnceOptions>(
         this: C,
