@@ -16,6 +16,7 @@ import { sleep } from './adapters/demo-adapter.ts';
 import { loadAdapter } from './adapters/index.ts';
 import {
   type ControllerMessage,
+  DIGEST_CRON,
   DIGEST_JOB,
   type InstanceConfig,
   type InstanceMessage,
@@ -89,7 +90,7 @@ async function digestLoop(): Promise<void> {
   const every = config.digestEveryMs;
   await sleep(randomInt(every));
   while (Date.now() < endAt) {
-    const outcome = await adapter.digest(lockName(DIGEST_JOB), config.digestPerMs);
+    const outcome = await adapter.digest(lockName(DIGEST_JOB), DIGEST_CRON);
     send({ type: 'digest', outcome, at: now() });
     await sleep(every / 2 + randomInt(every));
   }
@@ -100,6 +101,8 @@ async function digestLoop(): Promise<void> {
 const schedulerName = lockName(SCHEDULER);
 const campaign = adapter.leader(schedulerName, {
   retryMs: 200,
+  // Who leads, stored with each term (currentLeader and `pglock jobs` show it).
+  identity: config.label,
   onElected: async (election) => {
     send({ type: 'elected', term: election.term, at: now() });
     try {

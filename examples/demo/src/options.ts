@@ -23,8 +23,8 @@ export const HELP = `pnpm demo [-- options]
 Starts API instances as separate Node processes (one per adapter: pg, Prisma,
 Drizzle, Kysely) on one shared schema. Each rebuilds a leaderboard with
 tryWithLock (skipping while another instance rebuilds), applies per-user score
-updates with withLock, fires a digest job with runOnce (once per 1 s period
-across the fleet) and campaigns with leader for the scheduler. Halfway the
+updates with withLock, fires a digest job with runOnce (cron '* * * * * *': once
+per second across the fleet) and campaigns with leader for the scheduler. Halfway the
 leader is killed with SIGKILL while it holds the rebuild lock. The database is
 then checked: no overlapping rebuilds, no lost updates, one digest per period,
 one leader at a time with rising terms, a failover under 1 s, no lock left

@@ -30,6 +30,12 @@ export interface InstanceConfig {
 /** The name of the rebuild lock; per-user locks are `user:<id>`. */
 export const REBUILD_LOCK = 'leaderboard:rebuild';
 
+/**
+ * The digest job's schedule: a cron expression with seconds, one period per second (croner's 6-field
+ * form). The verification checks its runs against 1 s periods (`digestPerMs`).
+ */
+export const DIGEST_CRON = '* * * * * *';
+
 /** The once-per-period job every instance fires (`runOnce`). */
 export const DIGEST_JOB = 'digest';
 

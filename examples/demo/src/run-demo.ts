@@ -6,7 +6,7 @@ import { generateClient } from './generate-client.ts';
 import { Instance, type InstanceState } from './instances.ts';
 import { LiveView } from './live-view.ts';
 import type { DemoOptions } from './options.ts';
-import { DIGEST_JOB, REBUILD_LOCK, SCHEDULER } from './protocol.ts';
+import { DIGEST_CRON, DIGEST_JOB, REBUILD_LOCK, SCHEDULER } from './protocol.ts';
 import { createSchema } from './setup.ts';
 import { writeTimeline } from './timeline.ts';
 import { type KillRecord, type Verification, verify } from './verify.ts';
@@ -81,7 +81,7 @@ export async function runDemo(options: DemoOptions, context: RunContext): Promis
     out.write(
       `Starting ${instances.length} instances (${[...new Set(adapters)].join(', ')}) in schema ${schema}.\n` +
         `Each rebuilds the leaderboard with tryWithLock('${REBUILD_LOCK}') and adds points with\n` +
-        `withLock('user:<id>') (read, sleep, write), fires runOnce('${DIGEST_JOB}', { per: ${DIGEST_PER_MS} })\n` +
+        `withLock('user:<id>') (read, sleep, write), fires runOnce('${DIGEST_JOB}', { cron: '${DIGEST_CRON}' })\n` +
         `every ~${DIGEST_EVERY_MS} ms and campaigns with leader('${SCHEDULER}'); the leader runs the scheduler.\n` +
         `${options.kill ? 'Halfway the leader is SIGKILLed mid-rebuild.\n' : ''}\n`,
     );

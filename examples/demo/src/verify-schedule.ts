@@ -1,6 +1,7 @@
 // The checks of the two scheduling jobs, read back from the database: the digest (runOnce) ran once
 // per period, and the leader's terms never overlapped, rose strictly, and failed over after the kill.
 import type pg from 'pg';
+import { DIGEST_CRON } from './protocol.ts';
 import type { Check, KillRecord } from './verify.ts';
 
 /** What the digest rows show. */
@@ -106,7 +107,7 @@ export function scheduleChecks(
 ): Check[] {
   const checks: Check[] = [
     {
-      label: `digest runs (runOnce, per ${perMs / 1000} s)`,
+      label: `digest runs (runOnce, cron ${DIGEST_CRON})`,
       value: String(digest.runs),
       ok: digest.runs > 0,
       rule: '> 0',

@@ -14,10 +14,10 @@ export interface DemoAdapter {
    */
   rebuild(lockName: string, onHeld: (rebuildId: number) => void, timeoutMs?: number): Promise<boolean>;
   /**
-   * `runOnce(lockName, { per })`: the digest job, which writes one `digests` row for its period (the
+   * `runOnce(lockName, { cron })`: the digest job, which writes one `digests` row for its period (the
    * timestamps are the server's column defaults) in the job's transaction. Says whether this call ran it.
    */
-  digest(lockName: string, perMs: number): Promise<'ran' | 'done' | 'busy'>;
+  digest(lockName: string, cron: string): Promise<'ran' | 'done' | 'busy'>;
   /** `leader(name, options)` on the instance's pool (Prisma: `@pglock/pg` on the pool under `@prisma/adapter-pg`). */
   leader(name: string, options: LeaderOptions): LeaderCampaign;
   /** The instance's pg.Pool: the leader's scheduler writes through it (src/scheduler.ts). */

@@ -73,8 +73,8 @@ export const open: OpenAdapter = async (config) => {
       );
       return result.acquired;
     },
-    async digest(lockName, perMs) {
-      const result = await locks.runOnce(lockName, { per: perMs }, async (tx, { period }) => {
+    async digest(lockName, cron) {
+      const result = await locks.runOnce(lockName, { cron }, async (tx, { period }) => {
         await tx
           .insert(digests)
           .values({ instance: config.label, periodStart: period.start, periodEnd: period.end });

@@ -65,8 +65,8 @@ export const open: OpenAdapter = async (config) => {
       );
       return result.acquired;
     },
-    async digest(lockName, perMs) {
-      const result = await locks.runOnce(lockName, { per: perMs }, async (trx, { period }) => {
+    async digest(lockName, cron) {
+      const result = await locks.runOnce(lockName, { cron }, async (trx, { period }) => {
         await trx
           .insertInto('digests')
           .values({ instance: config.label, period_start: period.start, period_end: period.end })

@@ -43,8 +43,8 @@ export const open: OpenAdapter = async (config) => {
       );
       return result.acquired;
     },
-    async digest(lockName, perMs) {
-      const result = await locks.runOnce(lockName, { per: perMs }, async (client, { period }) => {
+    async digest(lockName, cron) {
+      const result = await locks.runOnce(lockName, { cron }, async (client, { period }) => {
         await client.query('INSERT INTO digests (instance, period_start, period_end) VALUES ($1, $2, $3)', [
           config.label,
           period.start,

@@ -35,8 +35,8 @@ export const open: OpenAdapter = async (config) => {
       );
       return result.acquired;
     },
-    async digest(lockName, perMs) {
-      const result = await prisma.$runOnce(lockName, { per: perMs }, async (tx, { period }) => {
+    async digest(lockName, cron) {
+      const result = await prisma.$runOnce(lockName, { cron }, async (tx, { period }) => {
         await tx.digest.create({
           data: { instance: config.label, periodStart: period.start, periodEnd: period.end },
         });
