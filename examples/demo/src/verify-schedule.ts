@@ -99,12 +99,7 @@ export async function leaderOutcome(
 }
 
 /** The rows of the verification table for both jobs. */
-export function scheduleChecks(
-  digest: DigestOutcome,
-  leader: LeaderOutcome,
-  perMs: number,
-  killed: boolean,
-): Check[] {
+export function scheduleChecks(digest: DigestOutcome, leader: LeaderOutcome, killed: boolean): Check[] {
   const checks: Check[] = [
     {
       label: `digest runs (runOnce, cron ${DIGEST_CRON})`,

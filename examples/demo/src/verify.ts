@@ -123,7 +123,7 @@ export async function verify(admin: pg.Client, input: VerifyInput): Promise<Veri
       },
     );
   }
-  checks.push(...scheduleChecks(digest, leader, input.digestPerMs, input.kill !== undefined));
+  checks.push(...scheduleChecks(digest, leader, input.kill !== undefined));
   checks.push({
     label: 'leader campaign errors',
     value: String(input.leaderErrors.length),
