@@ -57,7 +57,7 @@ export function formatChaos(result: ChaosResult): string {
     `kills ${result.kills}, terminations ${result.terminations}, freezes (SIGSTOP) ${result.freezes}`,
     `tries busy ${result.busy}, waits timed out ${result.timedOut}, calls failed by the faults ${result.errors}`,
     `session locks held ${result.sessionHeld}, lost ${result.sessionLost}; through PgBouncer: refused ${result.sessionRefused}, granted ${result.poolerSessionLocks}`,
-    `runOnce: calls ran ${result.jobsRan}, done ${result.jobsDone}, busy ${result.jobsBusy}, threw on purpose ${result.jobsThrown}; committed runs ${result.schedules.jobRuns} in ${result.schedules.periods} periods (${count(result, 'period-run-twice')} run twice)`,
+    `runOnce: calls ran ${result.jobsRan}, done ${result.jobsDone}, busy ${result.jobsBusy}, threw on purpose ${result.jobsThrown}, past maxRunMs ${result.jobsTimedOut}; committed runs ${result.schedules.jobRuns} in ${result.schedules.periods} periods (${count(result, 'period-run-twice')} run twice)`,
     `leader: campaigns ${result.campaigns}, terms led ${result.terms} (lost ${result.termsLost}), elections ${result.schedules.elections} (${count(result, 'leader-overlap')} overlapping, ${count(result, 'terms-not-increasing')} out of order), verified ticks ${result.schedules.verifiedTicks}, fenced writes accepted ${result.schedules.fencedWrites}, refused ${result.fencedRefused}; through PgBouncer: refused ${result.leaderRefused}`,
     'processes' in result.pooler
       ? `PgBouncer lane (transaction mode): ${result.pooler.processes} workers`

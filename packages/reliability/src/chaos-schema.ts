@@ -122,6 +122,11 @@ export interface WorkerStats {
   jobsBusy: number;
   /** Runs that threw on purpose after writing their row (which must roll back). */
   jobsThrown: number;
+  /**
+   * Runs given `maxRunMs: 40` whose job then outstays it (a `pg_sleep(0.2)` pglock must cancel, or
+   * JavaScript work that ignores its signal): `JobTimedOutError`, and their row must roll back.
+   */
+  jobsTimedOut: number;
   /** leader campaigns started, terms led (onElected calls), and terms that ended with the lock lost. */
   campaigns: number;
   terms: number;
@@ -147,6 +152,7 @@ export function zeroStats(): WorkerStats {
     jobsDone: 0,
     jobsBusy: 0,
     jobsThrown: 0,
+    jobsTimedOut: 0,
     campaigns: 0,
     terms: 0,
     termsLost: 0,

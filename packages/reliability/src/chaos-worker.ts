@@ -11,6 +11,7 @@
 import { subscribe } from 'node:diagnostics_channel';
 import { createInterface } from 'node:readline';
 import {
+  JobTimedOutError,
   LockLostError,
   LockNotAcquiredError,
   LockUsageError,
@@ -274,28 +275,38 @@ async function standby(key: string): Promise<void> {
 // A run that throws after writing its row (its row must roll back, and the period stay open).
 class Doomed extends Error {}
 
-/** One runOnce call: the job writes its row for the period, dawdles, and now and then throws. */
+/**
+ * One runOnce call: the job writes its row for the period, dawdles, and now and then throws, or (one
+ * in ten) outstays its `maxRunMs`: in a statement pglock must cancel, or in JavaScript that ignores
+ * its signal. Either way its row must roll back.
+ */
 async function job(): Promise<void> {
   const { name, per } = pick(chaosJobs);
-  const doomed = Math.random() < 0.1;
+  const overrun = Math.random() < 0.1 ? (Math.random() < 0.5 ? 'statement' : 'javascript') : undefined;
+  const doomed = overrun !== undefined || Math.random() < 0.1;
   try {
-    const result = await subject.runOnce(name, { per }, async (lockSql, period) => {
+    const options = overrun === undefined ? { per } : { per, maxRunMs: 40 };
+    const result = await subject.runOnce(name, options, async (lockSql, period) => {
       const sql = traced(lockSql);
       await sql(
         `INSERT INTO chaos_job_runs (worker, name, period_start, period_end, doomed)
          VALUES ($1::text, $2::text, $3::text::timestamptz, $4::text::timestamptz, $5::text::boolean)`,
         [worker, name, period.start.toISOString(), period.end.toISOString(), String(doomed)],
       );
-      if (idleLast) await sql(`SELECT 1 AS one FROM pg_sleep(${(Math.random() * 0.015).toFixed(3)})`);
+      if (overrun === 'statement') await sql('SELECT 1 AS one FROM pg_sleep(0.2)');
+      else if (overrun === 'javascript') await sleep(200);
+      else if (idleLast) await sql(`SELECT 1 AS one FROM pg_sleep(${(Math.random() * 0.015).toFixed(3)})`);
       else await dawdle(sql);
-      if (doomed) throw new Doomed('doomed run');
+      // An overrun's job is over already (its call answered JobTimedOutError): it just ends.
+      if (doomed && overrun === undefined) throw new Doomed('doomed run');
     });
     if (result.ran) stats.jobsRan++;
     else if (result.reason === 'done') stats.jobsDone++;
     else stats.jobsBusy++;
   } catch (error) {
-    if (!(error instanceof Doomed)) throw error;
-    stats.jobsThrown++;
+    if (overrun !== undefined && JobTimedOutError.is(error)) stats.jobsTimedOut++;
+    else if (error instanceof Doomed) stats.jobsThrown++;
+    else throw error;
   }
 }
 
