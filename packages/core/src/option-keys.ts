@@ -11,7 +11,14 @@ export const IS_LOCKED_OPTION_KEYS = ['namespace'] as const;
 /** `runOnce`. */
 export const RUN_ONCE_OPTION_KEYS = ['per', 'timeoutMs', 'signal', 'namespace', 'transaction'] as const;
 /** `leader`. */
-export const LEADER_OPTION_KEYS = ['onElected', 'onError', 'heartbeatMs', 'namespace', 'retryMs'] as const;
+export const LEADER_OPTION_KEYS = [
+  'onElected',
+  'onError',
+  'leaseMs',
+  'heartbeatMs',
+  'namespace',
+  'retryMs',
+] as const;
 /** The defaults of `advisoryLocks(db, defaults)` core reads (an adapter may add its own). */
 export const ADVISORY_LOCKS_OPTION_KEYS = [...LOCK_OPTION_KEYS, 'transaction', 'heartbeatMs'] as const;
 /** The settings of `transaction: { … }`. */
@@ -38,6 +45,10 @@ const ALIASES: Readonly<Record<string, string>> = {
   readonly: 'transaction.accessMode',
   heartbeat: 'heartbeatMs',
   heartbeatinterval: 'heartbeatMs',
+  // client-go's LeaseDuration, etcd's lease TTL.
+  lease: 'leaseMs',
+  leaseduration: 'leaseMs',
+  ttl: 'leaseMs',
   period: 'per',
   interval: 'per',
   every: 'per',

@@ -63,6 +63,11 @@ export interface SessionScope<Db> {
 
 /** What a leader's campaign asks of its session lock (see {@link takeSessionLock}). */
 export interface Campaigning {
+  /**
+   * Runs on the pinned connection before the wait and returns the connection used from then on
+   * (the leader's lease sets the server's side there and watches it: leader-lease.ts).
+   */
+  arm?(connection: PinnedConnection): Promise<PinnedConnection>;
   /** Runs on the pinned connection once the lock is held (the term is written there). */
   onHeld(connection: PortConnection): Promise<void>;
 }
@@ -159,6 +164,14 @@ export async function takeSessionLock<Db>(
     if (LockUsageError.is(error)) throw error;
     await pinned.release(died !== undefined ? 'dead' : 'unknown', asError(error));
     throw queryFailed(request, verb, 'checking', error);
+  }
+  if (campaign?.arm !== undefined) {
+    try {
+      pinned = await campaign.arm(pinned);
+    } catch (error) {
+      await pinned.release(died !== undefined ? 'dead' : 'unknown', asError(error));
+      throw queryFailed(request, verb, 'waiting for', error);
+    }
   }
   const trace = startTrace(request, 'session');
   let held: boolean;

@@ -8,6 +8,7 @@ import { exportsSuite } from './suites/exports.ts';
 import { faultsSuite } from './suites/faults.ts';
 import { inputSuite } from './suites/input.ts';
 import { keyParitySuite } from './suites/key-parity.ts';
+import { leaderLeaseSuite } from './suites/leader-lease.ts';
 import { misuseSuite } from './suites/misuse.ts';
 import { modesSuite } from './suites/modes.ts';
 import { nestingSuite } from './suites/nesting.ts';
@@ -38,6 +39,7 @@ export const suites = {
   transactionSettings: transactionSettingsSuite,
   diagnostics: diagnosticsSuite,
   scheduling: schedulingSuite,
+  leaderLease: leaderLeaseSuite,
   verbs: verbsSuite,
   exports: exportsSuite,
 } as const;

@@ -1,6 +1,7 @@
 // A child process of the conformance suite: opens its own adapter instance from the harness module
 // and runs one scenario, reporting progress as JSON lines on stdout.
 import type { AdapterHarness } from './harness.ts';
+import { leaderScenarios } from './leader-scenarios.ts';
 import { schedulingScenarios } from './scheduling-scenarios.ts';
 
 const [moduleUrl, exportName, scenario, argsJson] = process.argv.slice(2);
@@ -58,6 +59,8 @@ if (scenario === 'increment') {
   });
 } else if (Object.hasOwn(schedulingScenarios, scenario)) {
   await schedulingScenarios[scenario]?.(instance, args, say);
+} else if (Object.hasOwn(leaderScenarios, scenario)) {
+  await leaderScenarios[scenario]?.(instance, args, say);
 } else {
   throw new Error(`unknown scenario ${scenario}`);
 }
