@@ -38,8 +38,9 @@ export const leaderScenarios: Record<
     const fenced = async (term: number): Promise<number> => {
       const rows = await instance.transaction((tx) =>
         tx.sql(
-          `UPDATE ${table}_rows SET term = $1::bigint, writer = $2::int WHERE id = 1 AND term <= $1::bigint RETURNING id`,
-          [term, process.pid],
+          // Each placeholder once: a harness may bind them by position (Kysely's `sql` template).
+          `UPDATE ${table}_rows SET term = $1::bigint, writer = $2::int WHERE id = 1 AND term <= $3::bigint RETURNING id`,
+          [term, process.pid, term],
         ),
       );
       return rows.length;
@@ -57,9 +58,17 @@ export const leaderScenarios: Record<
             isLeader: campaign.isLeader,
             ...described(signal.reason),
           });
-          fenced(term).then(
-            (rows) => say({ event: 'refused', term, rows }),
-            (error: unknown) => say({ event: 'refused', term, error: described(error) }),
+          // A moment after waking, as a leader's work loop would write: Kysely over postgres.js
+          // without a control instance never settled a transaction begun in the same turn of the
+          // loop as a SIGCONT's wake-up (nor at the next setImmediate), while one 200 ms later
+          // settles; not yet explained (issue 24's closing note).
+          setTimeout(
+            () =>
+              fenced(term).then(
+                (rows) => say({ event: 'refused', term, rows }),
+                (error: unknown) => say({ event: 'refused', term, error: described(error) }),
+              ),
+            200,
           );
         });
         say({ event: 'fenced', term, rows: await fenced(term) });

@@ -5,7 +5,7 @@ import {
   type LeaderCampaign,
   type LeaderOptions,
 } from '@pglock/core';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Child, processTestTimeout } from '../child.ts';
 import {
   deferred,
@@ -161,6 +161,22 @@ function leaseTests(ctx: SuiteContext): void {
     `failover with the server's default settings, leaseMs ${LEASE_MS}${noProcesses ? ` (skipped: ${noProcesses})` : ''}`,
     { timeout: processTestTimeout },
     () => {
+      // Every worker a test started, killed after it whatever happened (a failed test included).
+      const spawned: { child: Child; key: bigint }[] = [];
+      afterEach(async () => {
+        const ended = spawned.splice(0);
+        for (const { child } of ended) {
+          child.kill('SIGKILL');
+          await child.exited;
+        }
+        for (const key of new Set(ended.map((entry) => entry.key))) {
+          await ctx.backdoor.waitFor(
+            'no lock left',
+            async () => (await ctx.backdoor.locksOn(key)).length === 0,
+          );
+        }
+      });
+
       /** A fence row, a leader process elected on `leaderUrl`, and a standby process waiting. */
       async function leaderAndStandby(label: string, leaderUrl = ctx.url) {
         const table = ctx.table();
@@ -171,9 +187,11 @@ function leaseTests(ctx: SuiteContext): void {
         const { name, key } = ctx.name(label);
         const args = { key: name, table, leaseMs: LEASE_MS };
         const leading = new Child(ctx.harness, leaderUrl, 'leaderLease', args);
+        spawned.push({ child: leading, key });
         const first = await leading.next('elected');
         expect(await leading.next('fenced')).toMatchObject({ rows: 1 });
         const standby = new Child(ctx.harness, ctx.url, 'leaderLease', args);
+        spawned.push({ child: standby, key });
         await standby.next('campaigning');
         await ctx.backdoor.waitFor(
           'the standby waiting',
@@ -183,75 +201,52 @@ function leaseTests(ctx: SuiteContext): void {
         return { table, key, leading, standby, term: Number(first.term) };
       }
 
-      async function end(children: readonly Child[], key: bigint): Promise<void> {
-        for (const child of children) {
-          child.kill('SIGKILL');
-          await child.exited;
-        }
-        await ctx.backdoor.waitFor(
-          'no lock left',
-          async () => (await ctx.backdoor.locksOn(key)).length === 0,
-        );
-      }
-
       function report(fault: string, ms: number): number {
         console.info(`[${ctx.harness.name}] PostgreSQL ${major}: ${fault} → standby elected in ${ms} ms`);
         return ms;
       }
 
       it('leader SIGKILLed: the standby is elected within 1 s', async () => {
-        const { key, leading, standby, term } = await leaderAndStandby('lease-sigkill');
-        try {
-          const killedAt = Date.now();
-          leading.kill('SIGKILL');
-          const elected = await standby.next('elected');
-          expect(Number(elected.term)).toBeGreaterThan(term);
-          expect(report('SIGKILL', Number(elected.at) - killedAt)).toBeLessThanOrEqual(1_000);
-          expect(await standby.next('fenced')).toMatchObject({ rows: 1 });
-        } finally {
-          await end([leading, standby], key);
-        }
+        const { leading, standby, term } = await leaderAndStandby('lease-sigkill');
+        const killedAt = Date.now();
+        leading.kill('SIGKILL');
+        const elected = await standby.next('elected');
+        expect(Number(elected.term)).toBeGreaterThan(term);
+        expect(report('SIGKILL', Number(elected.at) - killedAt)).toBeLessThanOrEqual(1_000);
+        expect(await standby.next('fenced')).toMatchObject({ rows: 1 });
       });
 
       it('leader frozen (SIGSTOP): the standby is elected within leaseMs + 1 s; woken, its signal aborts at once with LockLostError and its fenced write is refused', async () => {
-        const { table, key, leading, standby, term } = await leaderAndStandby('lease-sigstop');
-        try {
-          const stoppedAt = Date.now();
-          leading.kill('SIGSTOP');
-          const elected = await standby.next('elected', LEASE_MS);
-          expect(Number(elected.term)).toBeGreaterThan(term);
-          expect(report(`SIGSTOP (leaseMs ${LEASE_MS})`, Number(elected.at) - stoppedAt)).toBeLessThanOrEqual(
-            LEASE_MS + FAILOVER_SLACK_MS,
-          );
-          expect(await standby.next('fenced')).toMatchObject({ rows: 1 });
-          // Frozen, the old leader said nothing: it learns on waking.
-          expect(leading.events.filter((e) => e.event === 'lost')).toEqual([]);
-          const wokenAt = Date.now();
-          leading.kill('SIGCONT');
-          const lost = await leading.next('lost');
-          const afterWake = Number(lost.at) - wokenAt;
-          console.info(
-            `[${ctx.harness.name}] PostgreSQL ${major}: SIGCONT → old leader's signal aborted in ${afterWake} ms`,
-          );
-          expect(lost).toMatchObject({ term, code: 'LOCK_LOST', name: 'LockLostError', isLeader: false });
-          expect(afterWake).toBeLessThan(FAILOVER_SLACK_MS);
-          // Its write with the old term changes nothing: the new leader's term is higher.
-          expect(await leading.next('refused')).toMatchObject({ term, rows: 0 });
-          const [row] = await ctx.backdoor.query(`SELECT term::int, writer FROM ${table}_rows WHERE id = 1`);
-          expect(row).toEqual({ term: Number(elected.term), writer: standby.process.pid });
-        } finally {
-          await end([leading, standby], key);
-        }
+        const { table, leading, standby, term } = await leaderAndStandby('lease-sigstop');
+        const stoppedAt = Date.now();
+        leading.kill('SIGSTOP');
+        const elected = await standby.next('elected', LEASE_MS);
+        expect(Number(elected.term)).toBeGreaterThan(term);
+        expect(report(`SIGSTOP (leaseMs ${LEASE_MS})`, Number(elected.at) - stoppedAt)).toBeLessThanOrEqual(
+          LEASE_MS + FAILOVER_SLACK_MS,
+        );
+        expect(await standby.next('fenced')).toMatchObject({ rows: 1 });
+        // Frozen, the old leader said nothing: it learns on waking.
+        expect(leading.events.filter((e) => e.event === 'lost')).toEqual([]);
+        const wokenAt = Date.now();
+        leading.kill('SIGCONT');
+        const lost = await leading.next('lost');
+        const afterWake = Number(lost.at) - wokenAt;
+        console.info(
+          `[${ctx.harness.name}] PostgreSQL ${major}: SIGCONT → old leader's signal aborted in ${afterWake} ms`,
+        );
+        expect(lost).toMatchObject({ term, code: 'LOCK_LOST', name: 'LockLostError', isLeader: false });
+        expect(afterWake).toBeLessThan(FAILOVER_SLACK_MS);
+        // Its write with the old term changes nothing: the new leader's term is higher.
+        expect(await leading.next('refused')).toMatchObject({ term, rows: 0 });
+        const [row] = await ctx.backdoor.query(`SELECT term::int, writer FROM ${table}_rows WHERE id = 1`);
+        expect(row).toEqual({ term: Number(elected.term), writer: standby.process.pid });
       });
 
       it('leader cut off silently (a proxy that stops forwarding): its signal aborts first, and the standby is elected within leaseMs + 1 s', async () => {
         const proxy = await startTcpProxy(ctx.url);
-        let children: Child[] = [];
-        let lockKey: bigint | undefined;
         try {
-          const { key, leading, standby, term } = await leaderAndStandby('lease-cut', proxy.url);
-          children = [leading, standby];
-          lockKey = key;
+          const { leading, standby, term } = await leaderAndStandby('lease-cut', proxy.url);
           const cutAt = Date.now();
           proxy.cut();
           const elected = await standby.next('elected', LEASE_MS);
@@ -264,10 +259,9 @@ function leaseTests(ctx: SuiteContext): void {
             `[${ctx.harness.name}] PostgreSQL ${major}: silent cut → old leader's signal aborted in ${Number(lost.at) - cutAt} ms`,
           );
           expect(lost).toMatchObject({ term, code: 'LOCK_LOST', isLeader: false });
+          // Its process ran throughout: its term ended no later than the standby's began.
           expect(Number(lost.at)).toBeLessThanOrEqual(Number(elected.at));
         } finally {
-          if (lockKey !== undefined) await end(children, lockKey);
-          else for (const child of children) child.kill('SIGKILL');
           await proxy.close();
         }
       });
