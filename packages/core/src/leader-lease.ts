@@ -91,7 +91,7 @@ const restoreStatement = statementText(
  * import { Lease } from './leader-lease.ts';
  *
  * const lease = new Lease(key, 1_500, 'leader', report);
- * const pinned = await lease.arm(connection); // before the campaign's wait
+ * const pinned = await lease.arm(connection, alive); // before the campaign's wait
  * lease.expired(); // false while the heartbeat is answered
  * ```
  */
@@ -155,12 +155,12 @@ export class Lease {
    * goes back to its pool. On PostgreSQL before 14 it reports once that only the local lease
    * applies, and returns `pinned` watched but unchanged.
    */
-  async arm(pinned: PinnedConnection): Promise<PinnedConnection> {
+  async arm(pinned: PinnedConnection, alive: () => Promise<boolean>): Promise<PinnedConnection> {
     this.#renewedAt = Number.NEGATIVE_INFINITY;
     const [row] = await pinned.query(armStatement.bind([String(this.leaseMs)]));
     const saved = cell(row ?? {}, 'saved');
     if (saved === null || saved === undefined) this.#unsupported();
-    return this.#watch(pinned, saved === null || saved === undefined ? undefined : String(saved));
+    return this.#watch(pinned, saved === null || saved === undefined ? undefined : String(saved), alive);
   }
 
   #unsupported(): void {
@@ -174,7 +174,11 @@ export class Lease {
     );
   }
 
-  #watch(pinned: PinnedConnection, saved: string | undefined): PinnedConnection {
+  #watch(
+    pinned: PinnedConnection,
+    saved: string | undefined,
+    alive: () => Promise<boolean>,
+  ): PinnedConnection {
     const query = (statement: Parameters<PinnedConnection['query']>[0]): Promise<readonly Row[]> => {
       const sentAt = performance.now();
       return pinned.query(statement).then((rows) => {
@@ -182,10 +186,17 @@ export class Lease {
         return rows;
       });
     };
+    // Never throws: the connection's release must follow whatever happens here.
     const restore = async (state: 'clean' | 'unknown' | 'dead'): Promise<'clean' | 'unknown' | 'dead'> => {
       if (state === 'dead' || saved === undefined) return state;
       try {
-        await within(pinned.query(restoreStatement.bind([saved])), RESTORE_MS, 'no answer');
+        // A port that checks from elsewhere must not have its pin written to once it may have
+        // failed (postgres.js, porsager/postgres#1208): the restore waits for another connection's word.
+        if (state === 'unknown' && pinned.heartbeatOn === 'control') {
+          if (!(await within(Promise.resolve().then(alive), RESTORE_MS, 'no answer'))) return state;
+        }
+        const restoring = Promise.resolve().then(() => pinned.query(restoreStatement.bind([saved])));
+        await within(restoring, RESTORE_MS, 'no answer');
         return state;
       } catch (error) {
         // A connection that keeps the lease's timeout must not serve the pool's next caller as clean:

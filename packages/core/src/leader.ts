@@ -216,7 +216,7 @@ class Campaign implements LeaderCampaign {
         // and only stop() ends it; the term is written on the connection that holds the lock,
         // before the handle (and its heartbeat) exists.
         lock = (await takeSessionLock(this.#scope, this.key, { signal: stopped }, false, this.#verb, {
-          arm: (connection) => this.#lease.arm(connection),
+          arm: (connection, alive) => this.#lease.arm(connection, alive),
           onHeld: async (connection) => {
             term = await this.#elect(connection);
           },

@@ -99,7 +99,7 @@ function leaseTests(ctx: SuiteContext): void {
       if (capabilities.countsStatements) expect(instance.statementCount()).toBe(before);
     });
 
-    it(`a healthy leader keeps its term for 3 × leaseMs (${LEASE_MS} ms, the default heartbeat); the connections go back with their own idle_session_timeout`, async ({
+    it(`a healthy leader keeps its term for 3 × leaseMs (${LEASE_MS} ms, the default heartbeat); the leader's and a stopped standby's connections go back with their own idle_session_timeout`, async ({
       skip,
     }) => {
       if (major < 14) skip('idle_session_timeout needs PostgreSQL 14');
@@ -108,7 +108,7 @@ function leaseTests(ctx: SuiteContext): void {
       const own = '1h';
       const instance = await ctx.open({
         url: withServerSettings(ctx.url, { idle_session_timeout: own }),
-        max: 2,
+        max: 3,
       });
       const terms: { term: number; reason?: unknown }[] = [];
       const errors: unknown[] = [];
@@ -126,6 +126,16 @@ function leaseTests(ctx: SuiteContext): void {
       try {
         await ctx.backdoor.waitFor('elected', async () => campaign.isLeader);
         const [holder] = (await ctx.backdoor.locksOn(key)).filter((lock) => lock.granted);
+        // A standby on the same pool, stopped while it waits: its connection was set for the lease too.
+        if (capabilities.concurrentCalls !== false) {
+          const standby = leaderOf(instance)(name, {
+            leaseMs: LEASE_MS,
+            onElected: () => undefined,
+            onError: (error) => errors.push(error),
+          });
+          await ctx.backdoor.waitForWaiters(key, 1);
+          await standby.stop();
+        }
         await sleep(3 * LEASE_MS);
         expect(terms.map((t) => String(t.reason ?? 'leading'))).toEqual(['leading']);
         expect(campaign.isLeader).toBe(true);
@@ -138,9 +148,9 @@ function leaseTests(ctx: SuiteContext): void {
         await campaign.stop();
       }
       expect(await ctx.backdoor.locksOn(key)).toEqual([]);
-      // Every connection of the pool (the leader's among them, unless the adapter closed it) is asked
-      // at once; a lone client has one.
-      const connections = capabilities.concurrentCalls === false ? 1 : 2;
+      // Every connection of the pool (the leader's and the standby's among them, unless the adapter
+      // closed them) is asked at once; a lone client has one.
+      const connections = capabilities.concurrentCalls === false ? 1 : 3;
       const all = deferred();
       let asked = 0;
       const seen = await Promise.all(
