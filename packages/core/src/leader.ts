@@ -1,6 +1,7 @@
 import { onAbort } from './abort-listeners.ts';
 import { InvalidLockOptionsError, LockUsageError } from './errors.ts';
 import { checkIdentity, electTerm } from './leader-identity.ts';
+import { Lease, leaseTiming } from './leader-lease.ts';
 import type { BigintLockKey, LockKey } from './lock-key.ts';
 import { formatLockKey } from './lock-key.ts';
 import { checkDuration } from './lock-options.ts';
@@ -20,7 +21,7 @@ export interface Election {
   readonly term: number;
   /**
    * Aborts when this term ends: with `LockLostError` as `reason` when the lock was lost (the
-   * connection died, a heartbeat went unanswered), with the callback's own error when it threw, and
+   * connection died, a heartbeat went unanswered, the lease ran out), with the callback's own error when it threw, and
    * with an `AbortError` after `stop()` or `resign()`. Stop the leader's work then.
    */
   readonly signal: AbortSignal;
@@ -56,7 +57,18 @@ export interface LeaderOptions {
    * (`LockTableMissingError`, a database that cannot be reached). Default: `process.emitWarning`.
    */
   readonly onError?: ((error: unknown) => void) | undefined;
-  /** The session lock's liveness check (ms, default 1000): a silent network cut ends the term within about two. */
+  /**
+   * The longest a crashed, frozen (SIGSTOP, a GC pause, a paused VM) or silently cut leader keeps
+   * leadership (ms, default 5000, at least 100). pglock sets `idle_session_timeout` to it on the
+   * leader's own connection (PostgreSQL 14+), so the server ends a leader that stopped talking this
+   * long after its last answered heartbeat, and the standby is elected at once; the leader's own
+   * `signal` aborts with `LockLostError` no later than that. Raise it above your longest pause.
+   */
+  readonly leaseMs?: number | undefined;
+  /**
+   * The session lock's liveness check, which also renews the lease (ms; at most half of `leaseMs`;
+   * default a third of it, at most 1000): a silent network cut ends the term within about two.
+   */
   readonly heartbeatMs?: number | undefined;
   /** Mixed into the hash of the name, as for every lock. */
   readonly namespace?: string | undefined;
@@ -97,7 +109,6 @@ export interface LeaderCampaign extends AsyncDisposable {
   stop(): Promise<void>;
 }
 
-const DEFAULT_HEARTBEAT_MS = 1_000;
 const DEFAULT_RETRY_MS = 1_000;
 const MAX_RETRY_MS = 30_000;
 
@@ -121,12 +132,7 @@ export function startLeader<Db>(
   if (options.onError !== undefined && typeof options.onError !== 'function') {
     throw new InvalidLockOptionsError(`${verb}: onError must be a function.`);
   }
-  const heartbeatMs = checkDuration(
-    options.heartbeatMs ?? scope.defaults.heartbeatMs ?? DEFAULT_HEARTBEAT_MS,
-    'heartbeatMs',
-    verb,
-    10,
-  );
+  const { leaseMs, heartbeatMs } = leaseTiming(options, scope.defaults.heartbeatMs, verb);
   const retryMs = checkDuration(options.retryMs ?? DEFAULT_RETRY_MS, 'retryMs', verb, 0);
   const identity = checkIdentity(options.identity, verb);
   const key = jobKey(name, options.namespace ?? scope.defaults.namespace, verb);
@@ -153,7 +159,7 @@ export function startLeader<Db>(
   // Only the heartbeat of the factory's defaults applies: a campaign always waits without limit,
   // exclusively, until stop().
   const campaignScope: SessionScope<Db> = { port, db, defaults: { heartbeatMs } };
-  return new Campaign(campaignScope as SessionScope<unknown>, key, options, retryMs, verb, identity);
+  return new Campaign(campaignScope as SessionScope<unknown>, key, options, retryMs, leaseMs, verb, identity);
 }
 
 type TermEnd = 'lost' | 'stopped' | 'resigned' | 'failed';
@@ -165,6 +171,7 @@ class Campaign implements LeaderCampaign {
   readonly #onElected: LeaderOptions['onElected'];
   readonly #onError: LeaderOptions['onError'];
   readonly #retryMs: number;
+  readonly #lease: Lease;
   readonly #verb: string;
   readonly #stop = new AbortController();
   readonly #done: Promise<void>;
@@ -181,11 +188,13 @@ class Campaign implements LeaderCampaign {
     key: BigintLockKey,
     options: LeaderOptions,
     retryMs: number,
+    leaseMs: number,
     verb: string,
     identity: string,
   ) {
     this.key = key;
     this.identity = identity;
+    this.#lease = new Lease(key, leaseMs, verb, (error) => this.#report(error));
     this.#scope = scope;
     this.#onElected = options.onElected;
     this.#onError = options.onError;
@@ -196,7 +205,8 @@ class Campaign implements LeaderCampaign {
   }
 
   get isLeader(): boolean {
-    return this.#term !== undefined && !this.#term.signal.aborted;
+    // Read from the lease's deadline too: a process frozen past it says false before its timer runs.
+    return this.#term !== undefined && !this.#term.signal.aborted && !this.#lease.expired();
   }
 
   get term(): number | undefined {
@@ -233,6 +243,7 @@ class Campaign implements LeaderCampaign {
         // and only stop() ends it; the term is written on the connection that holds the lock,
         // before the handle (and its heartbeat) exists.
         lock = (await takeSessionLock(this.#scope, this.key, { signal: stopped }, false, this.#verb, {
+          arm: (connection, alive) => this.#lease.arm(connection, alive),
           onHeld: async (connection) => {
             term = await this.#elect(connection);
           },
@@ -282,6 +293,7 @@ class Campaign implements LeaderCampaign {
     const unsubscribe = [
       whenAborted(lock.signal, () => finish('lost', lock.signal.reason)),
       whenAborted(this.#stop.signal, () => finish('stopped')),
+      this.#lease.watch(() => finish('lost', this.#lease.lostError())),
     ];
     let resign!: () => void;
     const resigned = new Promise<void>((resolve) => {

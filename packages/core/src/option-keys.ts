@@ -26,6 +26,7 @@ export const RUN_ONCE_OPTION_KEYS = [
 export const LEADER_OPTION_KEYS = [
   'onElected',
   'onError',
+  'leaseMs',
   'heartbeatMs',
   'namespace',
   'retryMs',
@@ -61,6 +62,10 @@ const ALIASES: Readonly<Record<string, string>> = {
   readonly: 'transaction.accessMode',
   heartbeat: 'heartbeatMs',
   heartbeatinterval: 'heartbeatMs',
+  // client-go's LeaseDuration, etcd's lease TTL.
+  lease: 'leaseMs',
+  leaseduration: 'leaseMs',
+  ttl: 'leaseMs',
   period: 'per',
   interval: 'per',
   every: 'per',

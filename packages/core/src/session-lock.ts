@@ -1,5 +1,5 @@
 import { type Acquisition, acquire, isConnectionFailure, waitUnlimited } from './acquire.ts';
-import { identifyBackendStatement } from './backend-statements.ts';
+import { backendAliveStatement, identifyBackendStatement } from './backend-statements.ts';
 import { assertCancellable, cancellerFor } from './cancel-wait.ts';
 import { startTrace } from './diagnostics.ts';
 import { LockLostError, LockUsageError } from './errors.ts';
@@ -63,6 +63,12 @@ export interface SessionScope<Db> {
 
 /** What a leader's campaign asks of its session lock (see {@link takeSessionLock}). */
 export interface Campaigning {
+  /**
+   * Runs on the pinned connection before the wait and returns the connection used from then on
+   * (the leader's lease sets the server's side there and watches it: leader-lease.ts). `alive` asks
+   * from another connection whether the pinned backend still exists.
+   */
+  arm?(connection: PinnedConnection, alive: () => Promise<boolean>): Promise<PinnedConnection>;
   /** Runs on the pinned connection once the lock is held (the term is written there). */
   onHeld(connection: PortConnection): Promise<void>;
 }
@@ -159,6 +165,16 @@ export async function takeSessionLock<Db>(
     if (LockUsageError.is(error)) throw error;
     await pinned.release(died !== undefined ? 'dead' : 'unknown', asError(error));
     throw queryFailed(request, verb, 'checking', error);
+  }
+  if (campaign?.arm !== undefined) {
+    try {
+      const alive = () =>
+        port.query(db, backendAliveStatement(pid)).then(([row]) => Number(cell(row ?? {}, 'alive')) > 0);
+      pinned = await campaign.arm(pinned, alive);
+    } catch (error) {
+      await pinned.release(died !== undefined ? 'dead' : 'unknown', asError(error));
+      throw queryFailed(request, verb, 'waiting for', error);
+    }
   }
   const trace = startTrace(request, 'session');
   let held: boolean;

@@ -8,6 +8,7 @@ import { exportsSuite } from './suites/exports.ts';
 import { faultsSuite } from './suites/faults.ts';
 import { inputSuite } from './suites/input.ts';
 import { keyParitySuite } from './suites/key-parity.ts';
+import { leaderLeaseSuite } from './suites/leader-lease.ts';
 import { leaderObserversSuite } from './suites/leader-observers.ts';
 import { misuseSuite } from './suites/misuse.ts';
 import { modesSuite } from './suites/modes.ts';
@@ -44,6 +45,7 @@ export const suites = {
   schedules: schedulesSuite,
   leaderObservers: leaderObserversSuite,
   runLimits: runLimitsSuite,
+  leaderLease: leaderLeaseSuite,
   verbs: verbsSuite,
   exports: exportsSuite,
 } as const;

@@ -44,3 +44,4 @@ export {
 } from './matrix.ts';
 export { findPgBouncer, type PgBouncer, startPgBouncer } from './pgbouncer.ts';
 export { generatePrismaClient } from './prisma-generate.ts';
+export { startTcpProxy, type TcpProxy } from './tcp-proxy.ts';

@@ -134,7 +134,7 @@ export function runMatrixEntry(entry: MatrixEntry): void {
 
 /**
  * A lone client instead of a pool (`pg.Client`, Drizzle over one client): how a connection is taken,
- * shared by nested and concurrent calls, handed back and lost. Not key derivation, option checks,
+ * shared by nested and concurrent calls, handed back (a leader's with its own settings) and lost. Not key derivation, option checks,
  * lock modes, transaction settings or events: those are the same code on the same statements.
  */
 export const connectionSuites: readonly SuiteName[] = [
@@ -152,12 +152,13 @@ export const connectionSuites: readonly SuiteName[] = [
   'schedules',
   'leaderObservers',
   'runLimits',
+  'leaderLease',
 ];
 
 /**
  * A driver option that renames result columns (postgres.js `transform: camel`): every suite in which
  * pglock reads a row back (try results, `isLocked`, `inspectLocks`, the jobs table, session pids and
- * heartbeats, a schedule's claim). Not the suites whose statements return nothing pglock reads.
+ * heartbeats, a schedule's claim, the leader's saved `idle_session_timeout`). Not the suites whose statements return nothing pglock reads.
  */
 export const resultSuites: readonly SuiteName[] = [
   'exclusion',
@@ -169,12 +170,13 @@ export const resultSuites: readonly SuiteName[] = [
   'schedules',
   'leaderObservers',
   'runLimits',
+  'leaderLease',
 ];
 
 /**
  * No control instance beside the app's pool: cancelling a server-side wait, and every wait that a
  * cancel ends (bounded waits, the in-process queue, a killed holder, deadlocks between nested calls,
- * a job's or leader's wait).
+ * a job's or leader's wait, a leader's heartbeat from another connection and its lease).
  */
 export const controlSuites: readonly SuiteName[] = [
   'exclusion',
@@ -186,6 +188,7 @@ export const controlSuites: readonly SuiteName[] = [
   'scheduling',
   'leaderObservers',
   'runLimits',
+  'leaderLease',
 ];
 
 /**

@@ -1,6 +1,7 @@
 // A child process of the conformance suite: opens its own adapter instance from the harness module
 // and runs one scenario, reporting progress as JSON lines on stdout.
 import type { AdapterHarness } from './harness.ts';
+import { leaderLeaseScenarios } from './leader-lease-scenarios.ts';
 import { leaderScenarios } from './leader-scenarios.ts';
 import { runLimitsScenarios } from './run-limits-scenarios.ts';
 import { schedulesScenarios } from './schedules-scenarios.ts';
@@ -65,6 +66,8 @@ if (scenario === 'increment') {
   await schedulesScenarios[scenario]?.(instance, args, say);
 } else if (Object.hasOwn(leaderScenarios, scenario)) {
   await leaderScenarios[scenario]?.(instance, args, say);
+} else if (Object.hasOwn(leaderLeaseScenarios, scenario)) {
+  await leaderLeaseScenarios[scenario]?.(instance, args, say);
 } else if (Object.hasOwn(runLimitsScenarios, scenario)) {
   await runLimitsScenarios[scenario]?.(instance, args, say);
 } else {
