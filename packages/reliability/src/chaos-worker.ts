@@ -343,6 +343,9 @@ async function campaign(): Promise<void> {
   stats.campaigns++;
   const running = session.leader(name, {
     heartbeatMs,
+    // Shorter than the longest freeze (1.5 s): a frozen leader's term ends by its lease, a standby is
+    // elected meanwhile, and its fenced writes on waking are refused.
+    leaseMs: 1_000,
     retryMs: 20,
     onElected: async ({ term, signal }) => {
       if (lane === 'pgbouncer') {
