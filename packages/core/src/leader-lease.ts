@@ -74,9 +74,13 @@ export function leaseTiming(
 
 // Read in FROM, the saved value exists before the select list sets the new one. `missing_ok`:
 // PostgreSQL before 14 has no such setting, and the statement then sets nothing (saved is NULL).
+// A shorter idle_session_timeout the connection has already (a role's or a pool's, as older docs
+// advised) is kept: it bounds failover further, and the local deadline follows it (`effective`).
 const armStatement = statementText(
-  "SELECT p.saved, CASE WHEN p.saved IS NULL THEN NULL ELSE set_config('idle_session_timeout', $1::text, false) END AS lease " +
-    "FROM ROWS FROM (current_setting('idle_session_timeout', true)) AS p(saved)",
+  "SELECT p.saved, e.ms::text AS effective, CASE WHEN p.saved IS NULL THEN NULL ELSE set_config('idle_session_timeout', e.ms::text, false) END AS lease " +
+    "FROM (SELECT $1::text::bigint AS want) AS w CROSS JOIN ROWS FROM (current_setting('idle_session_timeout', true)) AS p(saved) " +
+    "CROSS JOIN LATERAL (SELECT CASE WHEN s.ms > 0 AND s.ms < w.want THEN s.ms ELSE w.want END AS ms " +
+    "FROM (SELECT (SELECT setting::bigint FROM pg_settings WHERE name = 'idle_session_timeout') AS ms) AS s) AS e",
 );
 const restoreStatement = statementText(
   "SELECT set_config('idle_session_timeout', $1::text, false) AS idle_session_timeout",
@@ -101,19 +105,22 @@ export class Lease {
   readonly #verb: string;
   readonly #report: (error: unknown) => void;
   #reportedUnsupported = false;
+  /** The lease of the current pin: `leaseMs`, or the connection's own shorter idle_session_timeout. */
+  #effectiveMs: number;
   /** `performance.now()` at which the last answered statement on the pinned connection was sent. */
   #renewedAt = Number.NEGATIVE_INFINITY;
 
   constructor(key: BigintLockKey, leaseMs: number, verb: string, report: (error: unknown) => void) {
     this.#key = key;
     this.leaseMs = leaseMs;
+    this.#effectiveMs = leaseMs;
     this.#verb = verb;
     this.#report = report;
   }
 
   /** The local end of the term: never later than the server's end of the session. */
   get deadline(): number {
-    return this.#renewedAt + this.leaseMs;
+    return this.#renewedAt + this.#effectiveMs;
   }
 
   expired(): boolean {
@@ -144,7 +151,7 @@ export class Lease {
   /** The reason a term ends with when its lease ran out. */
   lostError(): LockLostError {
     return new LockLostError(
-      `${this.#verb} ${formatLockKey(this.#key)}: the lease of ${this.leaseMs} ms ran out (no statement on the leader's connection was answered in time; the process may have been frozen). The server ends that session by then, and a standby may be elected.`,
+      `${this.#verb} ${formatLockKey(this.#key)}: the lease of ${this.#effectiveMs} ms ran out (no statement on the leader's connection was answered in time; the process may have been frozen). The server ends that session by then, and a standby may be elected.`,
       { keys: [this.#key] },
     );
   }
@@ -159,6 +166,8 @@ export class Lease {
     this.#renewedAt = Number.NEGATIVE_INFINITY;
     const [row] = await pinned.query(armStatement.bind([String(this.leaseMs)]));
     const saved = cell(row ?? {}, 'saved');
+    const effective = Number(cell(row ?? {}, 'effective'));
+    this.#effectiveMs = Number.isSafeInteger(effective) && effective > 0 ? effective : this.leaseMs;
     if (saved === null || saved === undefined) this.#unsupported();
     return this.#watch(pinned, saved === null || saved === undefined ? undefined : String(saved), alive);
   }
