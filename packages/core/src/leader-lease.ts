@@ -79,7 +79,7 @@ export function leaseTiming(
 const armStatement = statementText(
   "SELECT p.saved, e.ms::text AS effective, CASE WHEN p.saved IS NULL THEN NULL ELSE set_config('idle_session_timeout', e.ms::text, false) END AS lease " +
     "FROM (SELECT $1::text::bigint AS want) AS w CROSS JOIN ROWS FROM (current_setting('idle_session_timeout', true)) AS p(saved) " +
-    "CROSS JOIN LATERAL (SELECT CASE WHEN s.ms > 0 AND s.ms < w.want THEN s.ms ELSE w.want END AS ms " +
+    'CROSS JOIN LATERAL (SELECT CASE WHEN s.ms > 0 AND s.ms < w.want THEN s.ms ELSE w.want END AS ms ' +
     "FROM (SELECT (SELECT setting::bigint FROM pg_settings WHERE name = 'idle_session_timeout') AS ms) AS s) AS e",
 );
 const restoreStatement = statementText(
