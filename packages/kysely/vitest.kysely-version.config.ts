@@ -10,6 +10,8 @@ const kyselyDir = process.env.PGLOCK_KYSELY_DIR;
 if (!kyselyDir) throw new Error('PGLOCK_KYSELY_DIR must name the kysely package folder to test');
 // The `family` lane (packages/test-kit/src/lanes.ts), unless the caller chose another.
 process.env.PGLOCK_LANE ??= 'family';
+// Without the worker-process tests (packages/test-kit/src/context.ts says why), unless asked for.
+process.env.PGLOCK_PROCESSES ??= '0';
 const here = (path: string) => fileURLToPath(new URL(path, import.meta.url));
 // Its ES module build, as an ESM app loads it (a folder path would load `main`: CommonJS in 0.28).
 const { module: entry } = JSON.parse(readFileSync(join(kyselyDir, 'package.json'), 'utf8')) as {

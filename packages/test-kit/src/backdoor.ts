@@ -72,12 +72,20 @@ export class Backdoor {
     }
   }
 
-  /** Waits until `count` sessions wait for `key` (not granted). */
-  waitForWaiters(key: BackdoorKey, count: number): Promise<true> {
-    return this.waitFor(`${count} waiter(s) on ${key}`, async () => {
-      const locks = await this.locksOn(key);
-      return locks.filter((l) => !l.granted).length >= count || undefined;
-    }) as Promise<true>;
+  /**
+   * Waits until `count` sessions wait for `key` (not granted). A readiness wait, not a timing
+   * assertion: worker processes that load an ORM (Prisma's client) at load 10 took over 10 s to
+   * reach their first wait, so it allows 30 s by default.
+   */
+  waitForWaiters(key: BackdoorKey, count: number, timeoutMs = 30_000): Promise<true> {
+    return this.waitFor(
+      `${count} waiter(s) on ${key}`,
+      async () => {
+        const locks = await this.locksOn(key);
+        return locks.filter((l) => !l.granted).length >= count || undefined;
+      },
+      timeoutMs,
+    ) as Promise<true>;
   }
 
   async close(): Promise<void> {

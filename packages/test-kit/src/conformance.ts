@@ -1,5 +1,5 @@
 import { describe } from 'vitest';
-import { useSuiteContext } from './context.ts';
+import { type ProcessesElsewhere, useSuiteContext } from './context.ts';
 import type { AdapterHarness } from './harness.ts';
 import { abortSuite } from './suites/abort.ts';
 import { diagnosticsSuite } from './suites/diagnostics.ts';
@@ -61,6 +61,8 @@ export interface ConformanceOptions {
   readonly label?: string | undefined;
   /** Run only these suites (default: all), e.g. while working on one. */
   readonly only?: readonly SuiteName[] | undefined;
+  /** Leave out the tests that start worker processes, with the reason their titles show. */
+  readonly processes?: ProcessesElsewhere | undefined;
 }
 
 /**
@@ -76,7 +78,7 @@ export interface ConformanceOptions {
  */
 export function runConformance(harness: AdapterHarness, options: ConformanceOptions = {}): void {
   describe(`conformance: ${harness.name}${options.label ? ` ${options.label}` : ''}`, () => {
-    const ctx = useSuiteContext(harness, options.url);
+    const ctx = useSuiteContext(harness, options.url, options.processes);
     for (const [name, suite] of Object.entries(suites)) {
       if (options.only === undefined || options.only.includes(name as SuiteName)) suite(ctx);
     }

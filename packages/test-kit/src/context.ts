@@ -34,10 +34,25 @@ export interface SuiteContext {
   name(label: string): { name: string; key: bigint };
   /** A fresh table name prefix (tables are dropped after the suite). */
   table(): string;
+  /**
+   * Why the tests that start worker processes are skipped in this run, or undefined when they run:
+   * the harness cannot run in child processes, or this matrix row leaves them to its adapter's
+   * whole-kit rows (see `processes` in matrix.ts).
+   */
+  readonly noProcesses: string | undefined;
+}
+
+/** The reason a kit run leaves the worker-process tests out (the matrix's secondary rows, `PGLOCK_PROCESSES=0`). */
+export interface ProcessesElsewhere {
+  readonly skipped: string;
 }
 
 /** Registers the hooks behind a {@link SuiteContext}; call inside a `describe`. */
-export function useSuiteContext(harness: AdapterHarness, adapterUrl?: string): SuiteContext {
+export function useSuiteContext(
+  harness: AdapterHarness,
+  adapterUrl?: string,
+  processes?: ProcessesElsewhere,
+): SuiteContext {
   const directUrl = inject('databaseUrl');
   const url = adapterUrl ?? directUrl;
   const bouncers = inject('pgbouncer');
@@ -84,12 +99,30 @@ export function useSuiteContext(harness: AdapterHarness, adapterUrl?: string): S
       tables.push(table);
       return table;
     },
+    noProcesses:
+      missing(harness.capabilities, 'multiProcess', 'the adapter cannot run in child processes') ??
+      processes?.skipped ??
+      processesOffByEnv(),
   };
 }
 
 /** ` (skipped: reason)` for a suite or test title, or nothing when it runs. */
 export function skipped(reason: string | undefined): string {
   return reason ? ` (skipped: ${reason})` : '';
+}
+
+/**
+ * `PGLOCK_PROCESSES=0` (the peer-range version lanes) leaves out every test that starts worker
+ * processes: the workers load the adapter code that this run's single-process tests already check
+ * against that release, and what one process does reaches another only through the server, whose
+ * side of it (a holder's death, a lease ending, a schedule's row) no release changes. The main lanes
+ * and PostgreSQL 18's keep them.
+ */
+function processesOffByEnv(env: NodeJS.ProcessEnv = process.env): string | undefined {
+  const value = env.PGLOCK_PROCESSES?.trim();
+  return value === '0' || value === 'false'
+    ? 'PGLOCK_PROCESSES=0: the worker-process tests run in the main lanes'
+    : undefined;
 }
 
 /** The first reason of several to skip, or undefined when none applies. */

@@ -1,5 +1,6 @@
 import { describe, inject, it } from 'vitest';
 import { runConformance, type SuiteName, suites } from './conformance.ts';
+import type { ProcessesElsewhere } from './context.ts';
 import type { AdapterHarness } from './harness.ts';
 import { currentLane, harnessId, type Lane, listFromEnv } from './lanes.ts';
 import type {} from './provided-context.ts';
@@ -36,6 +37,42 @@ export interface MatrixEntry {
   readonly family?: DriverFamily | undefined;
   /** Connects through the run's PgBouncer in transaction mode (skipped, with the reason, without one). */
   readonly viaPgBouncer?: boolean | undefined;
+  /**
+   * Whether a row with a suite list (not `'all'`) runs the tests of those suites that start worker
+   * processes in the `ci` lane. Default false: see {@link processesElsewhere}.
+   */
+  readonly processes?: boolean | undefined;
+}
+
+/**
+ * Why a matrix row leaves out the tests that start worker processes, or undefined when it runs them.
+ * In the `ci` lane, a row with a suite list: its difference from its adapter's whole-kit row (row
+ * names, `pg.Client` vs `Pool`, a control instance or none, the pooler after the first run through
+ * it) is in how this process reads rows and handles its own connections, which the single-process
+ * tests of the same suites cover; what a worker process does reaches the test's process only
+ * through the server. The cross-process tests, more than half of each row's time, run on the
+ * whole-kit rows of every driver family and on the whole kit through PgBouncer; every other lane,
+ * and a harness named in `PGLOCK_HARNESSES`, runs them everywhere. A row sets `processes: true`
+ * where its difference does reach them. (`PGLOCK_PROCESSES=0` turns them off for a whole run:
+ * context.ts.)
+ *
+ * @example
+ * ```ts
+ * import { processesElsewhere } from '@pglock/test-kit';
+ * import { matrix } from './matrix.ts';
+ *
+ * console.log(processesElsewhere(matrix.client)?.skipped ?? 'runs the worker-process tests');
+ * ```
+ */
+export function processesElsewhere(
+  entry: MatrixEntry,
+  env: NodeJS.ProcessEnv = process.env,
+): ProcessesElsewhere | undefined {
+  if (listFromEnv('PGLOCK_HARNESSES', env) !== undefined) return undefined;
+  if (currentLane(env) !== 'ci' || entry.suites === 'all' || entry.processes === true) return undefined;
+  return {
+    skipped: "worker processes run on this adapter's whole-kit rows in the ci lane (test-kit/src/matrix.ts)",
+  };
 }
 
 /** The id `PGLOCK_HARNESSES` selects an entry by: the harness id, `-via-pgbouncer` for the pooler run. */
@@ -124,6 +161,7 @@ export function runMatrixEntry(entry: MatrixEntry): void {
     url,
     label: `${entry.viaPgBouncer ? 'via PgBouncer (transaction pooling) ' : ''}[${entryId(entry)}]`,
     only: chosen,
+    processes: processesElsewhere(entry),
   });
 }
 

@@ -2,7 +2,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { suites } from '../src/conformance.ts';
 import type { AdapterHarness } from '../src/harness.ts';
-import { entryId, type MatrixEntry, selectSuites } from '../src/matrix.ts';
+import { entryId, type MatrixEntry, processesElsewhere, selectSuites } from '../src/matrix.ts';
 
 const packages = new URL('../../', import.meta.url);
 const adapters = readdirSync(packages).filter((name) =>
@@ -89,5 +89,15 @@ describe('lanes and filters', () => {
     const row: MatrixEntry = { harness, suites: 'all', except: { suites: ['abort'], reason: 'r' } };
     for (const lane of ['ci', 'all'])
       expect(selectSuites(row, { PGLOCK_LANE: lane }).suites).not.toContain('abort');
+  });
+
+  it('worker-process tests: on whole-kit rows in ci; on every row in the other lanes, for a named harness, or when a row asks', () => {
+    expect(processesElsewhere(primary, {})).toBeUndefined();
+    expect(processesElsewhere(pooled, {})).toBeUndefined();
+    expect(processesElsewhere(secondary, {})?.skipped).toMatch(/whole-kit rows/);
+    expect(processesElsewhere({ ...secondary, processes: true }, {})).toBeUndefined();
+    for (const lane of ['all', 'family', 'fast'])
+      expect(processesElsewhere(secondary, { PGLOCK_LANE: lane })).toBeUndefined();
+    expect(processesElsewhere(secondary, { PGLOCK_HARNESSES: 'pg-client' })).toBeUndefined();
   });
 });

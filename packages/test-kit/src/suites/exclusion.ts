@@ -6,7 +6,7 @@ import { holdLock, missing, outcome, pidOf, type SuiteContext, settlesWithin, sl
 /** Mutual exclusion across processes, and try-lock under contention. */
 export function exclusionSuite(ctx: SuiteContext): void {
   const { capabilities } = ctx.harness;
-  const noProcesses = missing(capabilities, 'multiProcess', 'the adapter cannot run in child processes');
+  const noProcesses = ctx.noProcesses;
   const noContention = missing(capabilities, 'contention', 'one connection only: nothing can contend');
 
   describe('mutual exclusion within one instance', () => {

@@ -4,11 +4,7 @@ import { missing, pidOf, type SuiteContext } from '../context.ts';
 
 /** A holder that dies without releasing. */
 export function faultsSuite(ctx: SuiteContext): void {
-  const noProcesses = missing(
-    ctx.harness.capabilities,
-    'multiProcess',
-    'the adapter cannot run in child processes',
-  );
+  const noProcesses = ctx.noProcesses;
 
   describe.skipIf(noProcesses)(
     `holder killed${noProcesses ? ` (skipped: ${noProcesses})` : ''}`,

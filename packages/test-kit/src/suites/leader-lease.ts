@@ -59,10 +59,7 @@ function leaseTests(ctx: SuiteContext): void {
       ? 'a transaction-mode pooler cannot hold session locks (the scheduling suite checks the refusal)'
       : undefined,
   );
-  const noProcesses = firstReason(
-    noSession,
-    missing(capabilities, 'multiProcess', 'the adapter cannot run in child processes'),
-  );
+  const noProcesses = firstReason(noSession, ctx.noProcesses);
   let major = 0;
 
   beforeAll(async () => {

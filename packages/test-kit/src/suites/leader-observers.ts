@@ -54,10 +54,7 @@ function leaderObserverTests(ctx: SuiteContext): void {
     'contention',
     'an in-process database of its own: the backdoor cannot see its tables and locks',
   );
-  const noProcesses = firstReason(
-    noBackdoor,
-    missing(capabilities, 'multiProcess', 'the adapter cannot run in child processes'),
-  );
+  const noProcesses = firstReason(noBackdoor, ctx.noProcesses);
   const noSession = firstReason(
     missing(capabilities, 'session', 'the adapter cannot pin a connection for a session lock'),
     ctx.viaPooler

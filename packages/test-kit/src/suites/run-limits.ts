@@ -87,10 +87,7 @@ function runLimitsTests(ctx: SuiteContext): void {
     'contention',
     'an in-process database of its own: the backdoor cannot see its tables and locks',
   );
-  const noProcesses = firstReason(
-    noBackdoor,
-    missing(capabilities, 'multiProcess', 'the adapter cannot run in child processes'),
-  );
+  const noProcesses = firstReason(noBackdoor, ctx.noProcesses);
   const noCancel = firstReason(noBackdoor, missing(capabilities, 'abort', 'nothing can cancel a statement'));
   const timerTimeout = (capabilities.transactionSettings ?? []).includes('timeout');
 

@@ -176,7 +176,7 @@ export function schedulingSuite(ctx: SuiteContext): void {
 
 function schedulingTests(ctx: SuiteContext): void {
   const { capabilities } = ctx.harness;
-  const noProcesses = missing(capabilities, 'multiProcess', 'the adapter cannot run in child processes');
+  const noProcesses = ctx.noProcesses;
   const noContention = missing(capabilities, 'contention', 'one connection only: nothing can contend');
   const noBackdoor = missing(
     capabilities,
