@@ -37,7 +37,7 @@ export type {
   Row,
   TransactionRequest,
 } from './lock-port.ts';
-export { sqlStateOf } from './sql-state.ts';
+export { saysConnectionEnded, sqlStateOf } from './sql-state.ts';
 export type { Statement, StatementText } from './statement.ts';
 export {
   beginText,

@@ -23,7 +23,7 @@ import type { PortConnection, Row } from './lock-port.ts';
 import { checkOptionKeys } from './option-keys.ts';
 import { cell } from './row-cell.ts';
 import { runCancellable, within } from './run-cancellable.ts';
-import { SqlState, sqlStateOf } from './sql-state.ts';
+import { SqlState, saysConnectionEnded, sqlStateOf } from './sql-state.ts';
 import type { Statement } from './statement.ts';
 import type { VerbScope } from './transaction-lock.ts';
 
@@ -231,7 +231,12 @@ export class JobRun<Db, Tx> {
       }
       failedBefore = true;
       const { ms } = outcome;
-      if (retry !== undefined && attempt <= retry.limit && !this.#signal?.aborted) {
+      if (
+        retry !== undefined &&
+        attempt <= retry.limit &&
+        !this.#signal?.aborted &&
+        !saysConnectionEnded(error)
+      ) {
         const next = offset + performance.now() + retry.delayMs;
         if (next < period.end.getTime()) {
           await connection.query(rollbackToJob);
@@ -374,6 +379,10 @@ export class JobRun<Db, Tx> {
       readonly error: unknown;
     },
   ): Promise<void> {
+    // A job whose connection ended leaves nothing to undo (the server rolled back and released the
+    // lock), and a statement written to it now can crash a postgres.js process (porsager/postgres#1208,
+    // seen in the chaos run as pglock's own ROLLBACK TO SAVEPOINT): nothing more is sent.
+    if (saysConnectionEnded(run.error)) return;
     try {
       await connection.query(rollbackToClaim);
       await connection.query(

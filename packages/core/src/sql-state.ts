@@ -40,3 +40,35 @@ export const SqlState = {
   undefinedTable: '42P01',
   undefinedColumn: '42703',
 } as const;
+
+/** Drivers' own codes for a connection that ended (postgres.js's, Node's socket errors). */
+const ENDED_CODES = new Set([
+  'CONNECTION_CLOSED',
+  'CONNECTION_ENDED',
+  'CONNECTION_DESTROYED',
+  'ECONNRESET',
+  'EPIPE',
+]);
+
+/**
+ * Whether an error says its connection ended, here or one or more levels down `cause`: the server
+ * ended the session (class 08, 57P01/02/03/05), or the driver saw the socket close (postgres.js's
+ * `CONNECTION_CLOSED`…, node-postgres's "Connection terminated"). A statement written after it is
+ * wasted at best, and on postgres.js can crash the process (porsager/postgres#1208).
+ *
+ * @example
+ * ```ts
+ * import { saysConnectionEnded } from '@pglock/core/adapter';
+ *
+ * saysConnectionEnded({ code: '57P01' }); // true: terminated by the server
+ * ```
+ */
+export function saysConnectionEnded(error: unknown, depth = 0): boolean {
+  if (typeof error !== 'object' || error === null || depth > 5) return false;
+  const state = sqlStateOf(error);
+  if (state !== undefined && (state.startsWith('08') || /^57P0[1235]$/.test(state))) return true;
+  const { code, message, cause } = error as { code?: unknown; message?: unknown; cause?: unknown };
+  if (typeof code === 'string' && ENDED_CODES.has(code)) return true;
+  if (typeof message === 'string' && /^Connection terminated/.test(message)) return true;
+  return saysConnectionEnded(cause, depth + 1);
+}

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { SqlState, sqlStateOf } from '../src/sql-state.ts';
+import { SqlState, saysConnectionEnded, sqlStateOf } from '../src/sql-state.ts';
 
 /** An error as a driver makes it: a message and extra fields. */
 const driverError = (fields: object, message = 'failed') => Object.assign(new Error(message), fields);
@@ -69,5 +69,28 @@ describe('sqlStateOf', () => {
     ['a postgres.js client code', { code: 'CONNECTION_CLOSED' }],
   ])('undefined for %s', (_, error) => {
     expect(sqlStateOf(error)).toBeUndefined();
+  });
+});
+
+describe('saysConnectionEnded', () => {
+  it.each([
+    ['terminated by the server', driverError({ code: '57P01' })],
+    ['idle session timeout', driverError({ code: '57P05' })],
+    ['a connection exception', driverError({ code: '08006' })],
+    ['postgres.js closed', driverError({ code: 'CONNECTION_CLOSED' })],
+    ['a reset socket', driverError({ code: 'ECONNRESET' })],
+    ['node-postgres', new Error('Connection terminated unexpectedly')],
+    ['wrapped by an ORM', new Error('query failed', { cause: driverError({ code: '57P01' }) })],
+  ])('true for %s', (_, error) => {
+    expect(saysConnectionEnded(error)).toBe(true);
+  });
+
+  it.each([
+    ["the job's own error", new Error('on purpose')],
+    ['a unique violation', driverError({ code: '23505' })],
+    ['a cancel', driverError({ code: '57014' })],
+    ['not an error', 'CONNECTION_CLOSED'],
+  ])('false for %s', (_, error) => {
+    expect(saysConnectionEnded(error)).toBe(false);
   });
 });
