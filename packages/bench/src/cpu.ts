@@ -68,7 +68,9 @@ export class BackendCpu {
   }
 
   static async open(url: string): Promise<BackendCpu> {
-    const client = new pg.Client({ connectionString: withApplicationName(url, benchApplicationName('monitor')) });
+    const client = new pg.Client({
+      connectionString: withApplicationName(url, benchApplicationName('monitor')),
+    });
     client.on('error', () => undefined);
     await client.connect();
     const ticks = await run('getconf', ['CLK_TCK'])
@@ -81,7 +83,11 @@ export class BackendCpu {
       typeof probe === 'string'
         ? `/proc of the server's backends not readable here (${probe}); PostgreSQL on another machine or in another PID namespace`
         : undefined;
-    return new BackendCpu(client, 1_000_000 / (Number.isFinite(ticks) && ticks > 0 ? ticks : 100), unavailable);
+    return new BackendCpu(
+      client,
+      1_000_000 / (Number.isFinite(ticks) && ticks > 0 ? ticks : 100),
+      unavailable,
+    );
   }
 
   /** Why server CPU is not measured, or undefined when it is. */
@@ -123,7 +129,12 @@ export class BackendCpu {
 
   async #read(pids: readonly number[]): Promise<Map<number, number>> {
     const read = await Promise.all(
-      pids.map((pid) => readBackend(pid, this.#usPerTick).then((us) => [pid, us] as const, () => undefined)),
+      pids.map((pid) =>
+        readBackend(pid, this.#usPerTick).then(
+          (us) => [pid, us] as const,
+          () => undefined,
+        ),
+      ),
     );
     return new Map(read.filter((r) => r !== undefined));
   }

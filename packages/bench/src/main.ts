@@ -65,7 +65,8 @@ async function runLine(node: string, url: string, json: string): Promise<Scenari
     process.stderr.write(chunk);
   });
   const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
-  if (code !== 0) return `the scenarios exited with ${code}: ${stderr.trim().split('\n').slice(-3).join(' ')}`;
+  if (code !== 0)
+    return `the scenarios exited with ${code}: ${stderr.trim().split('\n').slice(-3).join(' ')}`;
   return fromJson<ScenarioResults>(await readFile(json, 'utf8'));
 }
 

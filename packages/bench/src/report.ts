@@ -304,7 +304,7 @@ function nodeSections(results: RunView, charts: string): string[] {
         ratio(c.serverCpu),
       ]),
     ),
-    'Hand-off ratio: hand-written p50 ÷ pglock p50 (above 1: pglock hands over faster). Throughput ratio: pglock ÷ hand-written. CPU per grant: the workers\' CPU (`process.cpuUsage()` over their window) and their backends\' (/proc) over all rounds, ÷ the locks granted, pglock ÷ hand-written (below 1: pglock spends less per hand-off); at 8 and 32 workers the machine is CPU-bound, so this is the figure that says what a hand-off costs.',
+    "Hand-off ratio: hand-written p50 ÷ pglock p50 (above 1: pglock hands over faster). Throughput ratio: pglock ÷ hand-written. CPU per grant: the workers' CPU (`process.cpuUsage()` over their window) and their backends' (/proc) over all rounds, ÷ the locks granted, pglock ÷ hand-written (below 1: pglock spends less per hand-off); at 8 and 32 workers the machine is CPU-bound, so this is the figure that says what a hand-off costs.",
     hotKeyTable(hotKey.rows.filter((r) => r.loops === 1)),
     `pgbench, the same SQL on the hot key: ${results.pgbenchHot.map((p) => `${p.workers} clients ${bench(p.result)}`).join(', ')}.`,
     '### In-process hand-off',
@@ -422,7 +422,10 @@ export function targetLines(results: BenchResults): string[] {
   return results.runs.flatMap((run) => {
     if ('notRun' in run) return [`${lineName(run)}: not run (${run.notRun})`];
     const loads = Object.entries(run.results.loads)
-      .map(([name, w]) => `${name.split('.')[0]}: ${w.start.toFixed(1)}→${w.end.toFixed(1)} (most ${w.max.toFixed(1)})`)
+      .map(
+        ([name, w]) =>
+          `${name.split('.')[0]}: ${w.start.toFixed(1)}→${w.end.toFixed(1)} (most ${w.max.toFixed(1)})`,
+      )
       .join(', ');
     return [
       `${lineName(run)}: load per scenario ${loads}; ${run.results.loads[SCENARIO.micro]?.cores ?? '?'} cores`,
@@ -477,7 +480,7 @@ export function markdown(results: BenchResults): string {
       ]),
     ),
     '## CPU per locked transaction',
-    'Client: the bench process\'s `process.cpuUsage()` over the measured windows; server: the CPU of the subject\'s own backends (found by `application_name`, read from `/proc/<pid>/schedstat`, or utime + stime of `/proc/<pid>/stat` in clock ticks where schedstat is missing), over the same windows; both divided by the transactions of all rounds. Ratios: pglock ÷ the hand-written lock on the same ORM (the batch: ÷ the hand-written batch).' +
+    "Client: the bench process's `process.cpuUsage()` over the measured windows; server: the CPU of the subject's own backends (found by `application_name`, read from `/proc/<pid>/schedstat`, or utime + stime of `/proc/<pid>/stat` in clock ticks where schedstat is missing), over the same windows; both divided by the transactions of all rounds. Ratios: pglock ÷ the hand-written lock on the same ORM (the batch: ÷ the hand-written batch)." +
       (ran.some((r) => r.results.overhead.serverCpu)
         ? ` Server CPU n/a: ${ran.map((r) => r.results.overhead.serverCpu).find(Boolean)}.`
         : ''),
@@ -529,7 +532,9 @@ export function markdown(results: BenchResults): string {
       (ran[0]?.results.hotKey.comparisons ?? []).map((c) => [
         c.loops > 1 ? `1 process × ${c.loops} callers` : String(c.workers),
         ...ran.flatMap((r) => {
-          const mine = r.results.hotKey.comparisons.find((o) => o.workers === c.workers && o.loops === c.loops);
+          const mine = r.results.hotKey.comparisons.find(
+            (o) => o.workers === c.workers && o.loops === c.loops,
+          );
           const row = r.results.hotKey.rows.find(
             (o) => o.workers === c.workers && o.loops === c.loops && o.design.startsWith('pglock'),
           );
@@ -545,7 +550,7 @@ export function markdown(results: BenchResults): string {
       ]),
     ),
     '## Statements per `runOnce`',
-    'Counted on the pg adapter\'s connection, over 20 calls each, with a job that sends one `SELECT 1` (not counted): a call that runs its job (a new period), one that finds the period already run, and one whose job throws.',
+    "Counted on the pg adapter's connection, over 20 calls each, with a job that sends one `SELECT 1` (not counted): a call that runs its job (a new period), one that finds the period already run, and one whose job throws.",
     table(
       ['call', ...ran.map(lineName)],
       (
@@ -557,7 +562,9 @@ export function markdown(results: BenchResults): string {
       ).map(([label, field]) => [
         label,
         ...ran.map((r) =>
-          r.results.runOnce.skipped ? `skipped: ${r.results.runOnce.skipped}` : n2(r.results.runOnce[field] ?? Number.NaN),
+          r.results.runOnce.skipped
+            ? `skipped: ${r.results.runOnce.skipped}`
+            : n2(r.results.runOnce[field] ?? Number.NaN),
         ),
       ]),
     ),

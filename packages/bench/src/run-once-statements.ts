@@ -50,7 +50,7 @@ export async function countRunOnce(url: string, calls = 20): Promise<RunOnceStat
       return (sent() - before) / calls - 1;
     };
     const ran = await per((i) => `${tag}-ran-${i}`, job);
-    const alreadyRan = await per((i) => `${tag}-ran-${i}`, job) + 1;
+    const alreadyRan = (await per((i) => `${tag}-ran-${i}`, job)) + 1;
     const failed = await per(
       (i) => `${tag}-failed-${i}`,
       async (client) => {

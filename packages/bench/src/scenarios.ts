@@ -9,9 +9,9 @@ import { runMemory } from './memory.ts';
 import { runMicro } from './micro.ts';
 import { runOverhead } from './overhead.ts';
 import { runStarvation } from './pool-starvation.ts';
-import { countRunOnce } from './run-once-statements.ts';
 import type { ScenarioResults } from './report.ts';
 import { toJson } from './results-json.ts';
+import { countRunOnce } from './run-once-statements.ts';
 import { SCENARIO } from './scenario-names.ts';
 
 /** How long and how often each scenario measures, for a full run or a quick one. */

@@ -305,7 +305,8 @@ async function prismaSubject(url: string, max: number): Promise<Subject> {
       { kind: 'no lock', run: (row) => base.$transaction((tx) => update(tx, row)) },
       {
         kind: '$lock batch',
-        run: (row, key) => client.$transaction([client.$lock(key), update(client as unknown as Counting, row)]),
+        run: (row, key) =>
+          client.$transaction([client.$lock(key), update(client as unknown as Counting, row)]),
       },
       {
         kind: '$lock batch + timeoutMs',

@@ -37,7 +37,8 @@ export const TARGET_NAMES = {
   timed: '`withLock` + `timeoutMs` ≥ 0.90× the untimed hand-written lock',
   setLocal: '`withLock` + `timeoutMs` ≥ 1.0× hand-written `SET LOCAL lock_timeout` + lock',
   roundTrips: '`withLock` adds exactly one round trip to a transaction, also with a timeout',
-  batch: 'Prisma `$transaction([$lock(…), …])` (no `timeoutMs`) ≥ 0.95× the same batch with a hand-written lock',
+  batch:
+    'Prisma `$transaction([$lock(…), …])` (no `timeoutMs`) ≥ 0.95× the same batch with a hand-written lock',
   boundedBatch:
     'Prisma `$lock(…, { timeoutMs })` batch: at its server-side floor (no target; beside pgbench’s bounded statement)',
   starvation:
@@ -57,7 +58,10 @@ export const TARGET_NAMES = {
  * for (const t of checkTargets(run, shared)) console.log(t.status, t.target, t.detail);
  * ```
  */
-export function checkTargets(run: ScenarioResults, shared: Pick<SharedResults, 'timedForms'>): TargetResult[] {
+export function checkTargets(
+  run: ScenarioResults,
+  shared: Pick<SharedResults, 'timedForms'>,
+): TargetResult[] {
   const { micro, overhead, hotKey, starvation, loads } = run;
   const major = Number(run.node.replace(/^v/, '').split('.')[0]);
   const hookless = major >= HOOKLESS_MAJOR;
@@ -96,7 +100,9 @@ export function checkTargets(run: ScenarioResults, shared: Pick<SharedResults, '
   // Not judged on a machine busier than its cores: the figures stay, the verdict goes.
   const gate = (scenario: string, t: TargetResult): TargetResult => {
     const busy = overloaded(loads[scenario]);
-    return busy === undefined || t.status === 'reported' ? t : { ...t, status: 'not judged', detail: `${busy}: ${t.detail}` };
+    return busy === undefined || t.status === 'reported'
+      ? t
+      : { ...t, status: 'not judged', detail: `${busy}: ${t.detail}` };
   };
 
   const locked = rows.filter((r) => r.kind === 'withLock' || r.kind === 'withLock + timeoutMs');
@@ -217,7 +223,8 @@ export function checkTargets(run: ScenarioResults, shared: Pick<SharedResults, '
     gate(SCENARIO.hotKey, {
       target: TARGET_NAMES.handOff,
       status:
-        pglockHot.length > 0 && pglockHot.every((r) => r.handOffP50Ms < 1 && pollingRatio(hotKey.rows, r) >= 10)
+        pglockHot.length > 0 &&
+        pglockHot.every((r) => r.handOffP50Ms < 1 && pollingRatio(hotKey.rows, r) >= 10)
           ? 'met'
           : 'missed',
       detail: pglockHot
