@@ -115,10 +115,11 @@ export function watchLoad(): { readonly start: number; stop(): LoadWindow } {
   };
 }
 
-/** The load exceeded the cores during the window: its figures are not judged against a target. */
+/**
+ * Why a window's figures are not judged against a target ("load 3.4 > 2 cores"): the load exceeded
+ * the cores during it. Undefined when it did not.
+ */
 export function overloaded(window: LoadWindow | undefined): string | undefined {
   if (window === undefined) return undefined;
-  return window.max > window.cores
-    ? `not judged (load ${window.max.toFixed(1)} > ${window.cores} cores)`
-    : undefined;
+  return window.max > window.cores ? `load ${window.max.toFixed(1)} > ${window.cores} cores` : undefined;
 }

@@ -406,8 +406,11 @@ export function charts(results: ScenarioResults): Record<string, string> {
   };
 }
 
+/** "met: …", "**missed**: …", "not judged (load 3.4 > 2 cores): …", "reported: …". */
+const verdict = (t: TargetResult, status: string = t.status) =>
+  `${status}${t.status === 'not judged' ? ' ' : ': '}${t.detail}`;
 const cell = (t: TargetResult | undefined) =>
-  t === undefined ? '—' : `${t.status === 'missed' ? '**missed**' : t.status}: ${t.detail}`;
+  t === undefined ? '—' : verdict(t, t.status === 'missed' ? '**missed**' : t.status);
 const lineName = (run: NodeRun) => ('notRun' in run ? `Node ${run.major}` : `Node ${run.results.node}`);
 
 /**
@@ -429,7 +432,7 @@ export function targetLines(results: BenchResults): string[] {
       .join(', ');
     return [
       `${lineName(run)}: load per scenario ${loads}; ${run.results.loads[SCENARIO.micro]?.cores ?? '?'} cores`,
-      ...run.targets.map((t) => `  ${t.status.toUpperCase()} · ${t.target} — ${t.detail}`),
+      ...run.targets.map((t) => `  ${t.target}: ${verdict(t, t.status.toUpperCase())}`),
     ];
   });
 }

@@ -102,7 +102,7 @@ export function checkTargets(
     const busy = overloaded(loads[scenario]);
     return busy === undefined || t.status === 'reported'
       ? t
-      : { ...t, status: 'not judged', detail: `${busy}: ${t.detail}` };
+      : { ...t, status: 'not judged', detail: `(${busy}): ${t.detail}` };
   };
 
   const locked = rows.filter((r) => r.kind === 'withLock' || r.kind === 'withLock + timeoutMs');
