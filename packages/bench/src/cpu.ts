@@ -113,11 +113,16 @@ export class BackendCpu {
     return { client: process.cpuUsage(), pids, server };
   }
 
-  /** Ends a window: CPU µs since `start` (a backend gone meanwhile is left out of both ends). */
+  /**
+   * Ends a window: CPU µs since `start`. Only the backends open at the start count (one gone
+   * meanwhile is left out of both ends); none open then: `serverUs` undefined.
+   */
   async end(started: Started): Promise<CpuWindow> {
     const used = process.cpuUsage(started.client);
     const clientUs = used.user + used.system;
-    if (started.server === undefined) return { clientUs, serverUs: undefined };
+    // No backend open at the start: a design that connects per lock (advisory-lock) has its
+    // backends come and go within the window, out of reach: unknown, not zero.
+    if (started.server === undefined || started.pids.length === 0) return { clientUs, serverUs: undefined };
     const now = await this.#read(started.pids);
     let serverUs = 0;
     for (const [pid, before] of started.server) {

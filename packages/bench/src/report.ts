@@ -483,7 +483,7 @@ export function markdown(results: BenchResults): string {
       ]),
     ),
     '## CPU per locked transaction',
-    "Client: the bench process's `process.cpuUsage()` over the measured windows; server: the CPU of the subject's own backends (found by `application_name`, read from `/proc/<pid>/schedstat`, or utime + stime of `/proc/<pid>/stat` in clock ticks where schedstat is missing), over the same windows; both divided by the transactions of all rounds. Ratios: pglock ÷ the hand-written lock on the same ORM (the batch: ÷ the hand-written batch)." +
+    "Client: the bench process's `process.cpuUsage()` over the measured windows; server: the CPU of the subject's own backends (found by `application_name`, read from `/proc/<pid>/schedstat`, or utime + stime of `/proc/<pid>/stat` in clock ticks where schedstat is missing), over the same windows; both divided by the transactions of all rounds. Ratios: pglock ÷ the hand-written lock on the same ORM (the batch: ÷ the hand-written batch). Only the backends open when a window starts count: a design that connects per lock (advisory-lock) shows n/a, and Redis's own CPU (redlock) is not counted." +
       (ran.some((r) => r.results.overhead.serverCpu)
         ? ` Server CPU n/a: ${ran.map((r) => r.results.overhead.serverCpu).find(Boolean)}.`
         : ''),
