@@ -529,7 +529,8 @@ export function markdown(results: BenchResults): string {
           `${lineName(r)}: throughput`,
           'client CPU',
           'server CPU',
-          'pglock µs per grant (client + server)',
+          'µs per grant, client + server: pglock',
+          'hand-written',
         ]),
       ],
       (ran[0]?.results.hotKey.comparisons ?? []).map((c) => [
@@ -538,16 +539,21 @@ export function markdown(results: BenchResults): string {
           const mine = r.results.hotKey.comparisons.find(
             (o) => o.workers === c.workers && o.loops === c.loops,
           );
-          const row = r.results.hotKey.rows.find(
-            (o) => o.workers === c.workers && o.loops === c.loops && o.design.startsWith('pglock'),
-          );
+          const of = (pglock: boolean) =>
+            r.results.hotKey.rows.find(
+              (o) =>
+                o.workers === c.workers && o.loops === c.loops && o.design.startsWith('pglock') === pglock,
+            );
+          const perGrant = (row: HotKeyRow | undefined) =>
+            row === undefined ? '—' : `${n0(row.clientUsPerGrant)} + ${n0(row.serverUsPerGrant)}`;
           return mine === undefined
-            ? ['—', '—', '—', '—']
+            ? ['—', '—', '—', '—', '—']
             : [
                 ratio(mine.throughput.median),
                 ratio(mine.clientCpu),
                 ratio(mine.serverCpu),
-                row === undefined ? '—' : `${n0(row.clientUsPerGrant)} + ${n0(row.serverUsPerGrant)}`,
+                perGrant(of(true)),
+                perGrant(of(false)),
               ];
         }),
       ]),
