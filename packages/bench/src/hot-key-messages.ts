@@ -28,5 +28,7 @@ export type ToParent =
       readonly cycles: readonly (readonly [number, number, number, number])[];
       readonly errors: number;
       readonly firstError: string | undefined;
+      /** This worker's CPU µs (user + system) over its measured window. */
+      readonly cpuUs: number;
     }
   | { readonly type: 'failed'; readonly error: string };

@@ -18,6 +18,7 @@ async function run(until: number, startAt: number, key: bigint, row: number): Pr
   let errors = 0;
   let firstError: string | undefined;
   await new Promise((resolve) => setTimeout(resolve, Math.max(0, (startAt - nowUs()) / 1_000)));
+  const cpu = process.cpuUsage();
   await Promise.all(
     Array.from({ length: loops }, async (_, loop) => {
       while (nowUs() < until) {
@@ -32,7 +33,8 @@ async function run(until: number, startAt: number, key: bigint, row: number): Pr
       }
     }),
   );
-  send({ type: 'done', cycles, errors, firstError });
+  const used = process.cpuUsage(cpu);
+  send({ type: 'done', cycles, errors, firstError, cpuUs: used.user + used.system });
 }
 
 process.on('message', (message: ToWorker) => {

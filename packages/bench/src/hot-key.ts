@@ -2,6 +2,7 @@ import { type ChildProcess, fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { nowUs, sleep } from './clock.ts';
+import { BackendCpu, benchApplicationName, withApplicationName } from './cpu.ts';
 import { HOT_KEY, HOT_ROW } from './database.ts';
 import { designs } from './designs.ts';
 import {
@@ -26,6 +27,10 @@ export interface HotKeyRow extends HotKeyStats {
   readonly errors: number;
   /** FIFO from `pg_locks.waitstart`, for the designs that wait on one advisory lock per process. */
   readonly server: ServerOrder | undefined;
+  /** Client CPU µs per granted lock: every worker's CPU over its window ÷ the grants of all rounds. */
+  readonly clientUsPerGrant: number;
+  /** Server CPU µs per granted lock, of the workers' backends (NaN when /proc is not readable). */
+  readonly serverUsPerGrant: number;
 }
 
 /** pglock against its hand-written SQL, round by round, at one worker count. */
@@ -36,11 +41,16 @@ export interface HotKeyComparison {
   readonly handOff: Spread;
   /** Per round: pglock throughput ÷ hand-written. */
   readonly throughput: Spread;
+  /** pglock's client and server CPU per grant ÷ hand-written's (all rounds together). */
+  readonly clientCpu: number;
+  readonly serverCpu: number;
 }
 
 export interface HotKeyResult {
   readonly rows: readonly HotKeyRow[];
   readonly comparisons: readonly HotKeyComparison[];
+  /** Why server CPU is not reported, when it is not. */
+  readonly serverCpu: string | undefined;
 }
 
 export interface HotKeyOptions {
@@ -175,6 +185,10 @@ interface RunResult {
   readonly observations: WaitObservation[];
   readonly errors: number;
   readonly ms: number;
+  /** Every lock cycle the workers finished (the grants CPU is divided by). */
+  readonly grants: number;
+  readonly clientUs: number;
+  readonly serverUs: number | undefined;
 }
 
 /**
@@ -196,16 +210,22 @@ export async function runHotKey(options: HotKeyOptions): Promise<HotKeyResult> {
   const workers = Array.from({ length: Math.max(...workerCounts) }, () => new Worker(execArgv));
   const monitor = new WaitMonitor(url);
   await monitor.connect();
+  // The workers' connections carry one application name, so their backends' CPU can be read.
+  const app = benchApplicationName('hot-key');
+  const tagged = withApplicationName(url, app);
+  const cpu = await BackendCpu.open(url);
 
   const runOnce = async (design: number, count: number, loops: number, ms: number): Promise<RunResult> => {
     const active = workers.slice(0, count);
-    for (const [worker, w] of active.entries()) w.send({ type: 'open', design, url, worker, loops });
+    for (const [worker, w] of active.entries()) w.send({ type: 'open', design, url: tagged, worker, loops });
     const ready = await Promise.all(active.map((w) => w.next('ready')));
+    const window = await cpu.start(app);
     const startAt = nowUs() + 50_000;
     const until = startAt + ms * 1_000;
     monitor.start();
     for (const w of active) w.send({ type: 'go', startAt, until, key: String(HOT_KEY), row: HOT_ROW });
     const results = await Promise.all(active.map((w) => w.next('done')));
+    const used = await cpu.end(window);
     const observations = await monitor.stop();
     for (const w of active) w.send({ type: 'close' });
     await Promise.all(active.map((w) => w.next('closed')));
@@ -227,7 +247,16 @@ export async function runHotKey(options: HotKeyOptions): Promise<HotKeyResult> {
     const errors = results.reduce((sum, r) => sum + r.errors, 0);
     const firstError = results.find((r) => r.firstError)?.firstError;
     if (firstError) log(`  ${designs[design]!.name} × ${count}: ${errors} errors, first: ${firstError}`);
-    return { cycles, pids, observations, errors, ms };
+    return {
+      cycles,
+      pids,
+      observations,
+      errors,
+      ms,
+      grants: results.reduce((sum, r) => sum + r.cycles.length, 0),
+      clientUs: results.reduce((sum, r) => sum + r.cpuUs, 0),
+      serverUs: used.serverUs,
+    };
   };
 
   const summarize = (design: number, count: number, loops: number, runs: readonly RunResult[]): HotKeyRow => {
@@ -247,6 +276,7 @@ export async function runHotKey(options: HotKeyOptions): Promise<HotKeyResult> {
       ? runs.map((r) => serverOrder(r.cycles, r.pids, r.observations))
       : undefined;
     const seenCycles = orders?.reduce((sum, o, i) => sum + o.seen * runs[i]!.cycles.length, 0) ?? 0;
+    const grants = runs.reduce((sum, r) => sum + r.grants, 0);
     return {
       design: designs[design]!.name,
       polls: designs[design]!.polls,
@@ -264,6 +294,10 @@ export async function runHotKey(options: HotKeyOptions): Promise<HotKeyResult> {
       outOfOrder: weigh((s) => s.outOfOrder),
       outOfOrderBeyondTolerance: weigh((s) => s.outOfOrderBeyondTolerance),
       overlaps: stats.reduce((sum, s) => sum + s.overlaps, 0),
+      clientUsPerGrant: runs.reduce((sum, r) => sum + r.clientUs, 0) / grants,
+      serverUsPerGrant: runs.some((r) => r.serverUs === undefined)
+        ? Number.NaN
+        : runs.reduce((sum, r) => sum + r.serverUs!, 0) / grants,
       server:
         orders === undefined
           ? undefined
@@ -294,21 +328,26 @@ export async function runHotKey(options: HotKeyOptions): Promise<HotKeyResult> {
         ratios.throughput.push(mine!.opsPerSec / theirs!.opsPerSec);
       }
       const label = loops > 1 ? `1 process × ${loops} callers` : `${count} workers`;
-      for (const design of [PGLOCK, HAND_WRITTEN]) {
+      const pairRows = [PGLOCK, HAND_WRITTEN].map((design) => {
         const row = summarize(design, count, loops, runs[design]!);
         rows.push(row);
         log(
-          `  ${row.design}, ${label}: ${row.opsPerSec.toFixed(0)}/s, hand-off p50 ${row.handOffP50Ms.toFixed(3)} ms`,
+          `  ${row.design}, ${label}: ${row.opsPerSec.toFixed(0)}/s, hand-off p50 ${row.handOffP50Ms.toFixed(3)} ms, CPU per grant ${row.clientUsPerGrant.toFixed(0)} µs client + ${row.serverUsPerGrant.toFixed(0)} µs server`,
         );
-      }
-      comparisons.push({
+        return row;
+      });
+      const [mine, theirs] = pairRows as [HotKeyRow, HotKeyRow];
+      const comparison: HotKeyComparison = {
         workers: count,
         loops,
         handOff: spread(ratios.handOff),
         throughput: spread(ratios.throughput),
-      });
+        clientCpu: mine.clientUsPerGrant / theirs.clientUsPerGrant,
+        serverCpu: mine.serverUsPerGrant / theirs.serverUsPerGrant,
+      };
+      comparisons.push(comparison);
       log(
-        `  pglock ÷ hand-written, ${label}: throughput median ${median(ratios.throughput).toFixed(2)}×, hand-off median ${median(ratios.handOff).toFixed(2)}×`,
+        `  pglock ÷ hand-written, ${label}: throughput median ${median(ratios.throughput).toFixed(2)}×, hand-off median ${median(ratios.handOff).toFixed(2)}×, CPU per grant ${comparison.clientCpu.toFixed(2)}× client, ${comparison.serverCpu.toFixed(2)}× server`,
       );
     };
     for (const count of workerCounts) {
@@ -323,9 +362,10 @@ export async function runHotKey(options: HotKeyOptions): Promise<HotKeyResult> {
     }
     if (inProcessLoops > 1) await pair(1, inProcessLoops);
     for (const w of workers) w.send({ type: 'exit' });
-    return { rows, comparisons };
+    return { rows, comparisons, serverCpu: cpu.unavailable };
   } finally {
     for (const w of workers) w.kill();
     await monitor.end().catch(() => undefined);
+    await cpu.close();
   }
 }

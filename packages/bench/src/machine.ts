@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
-import { cpus, loadavg, totalmem } from 'node:os';
+import { availableParallelism, cpus, loadavg, totalmem } from 'node:os';
 import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
 
@@ -77,4 +77,49 @@ export async function machineInfo(database: string): Promise<MachineInfo> {
 /** The 1-minute load average, rounded: other work on the machine shows here. */
 export function load(): string {
   return loadavg()[0]!.toFixed(1);
+}
+
+/** The 1-minute load average over one scenario: at its start and end, and the most seen meanwhile. */
+export interface LoadWindow {
+  readonly start: number;
+  readonly end: number;
+  readonly max: number;
+  /** `os.availableParallelism()`: above it, the scenario ran on a machine busier than its cores. */
+  readonly cores: number;
+}
+
+/**
+ * Watches the load average (sampled every second) until `stop`.
+ *
+ * @example
+ * ```ts
+ * const watch = watchLoad();
+ * await scenario();
+ * const { max, cores } = watch.stop();
+ * ```
+ */
+export function watchLoad(): { readonly start: number; stop(): LoadWindow } {
+  const start = loadavg()[0]!;
+  let max = start;
+  const timer = setInterval(() => {
+    max = Math.max(max, loadavg()[0]!);
+  }, 1_000);
+  timer.unref();
+  return {
+    start,
+    stop() {
+      clearInterval(timer);
+      const end = loadavg()[0]!;
+      return { start, end, max: Math.max(max, end), cores: availableParallelism() };
+    },
+  };
+}
+
+/**
+ * Why a window's figures are not judged against a target ("load 3.4 > 2 cores"): the load exceeded
+ * the cores during it. Undefined when it did not.
+ */
+export function overloaded(window: LoadWindow | undefined): string | undefined {
+  if (window === undefined) return undefined;
+  return window.max > window.cores ? `load ${window.max.toFixed(1)} > ${window.cores} cores` : undefined;
 }

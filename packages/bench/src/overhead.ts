@@ -1,4 +1,5 @@
 import { stamps } from './clock.ts';
+import { BackendCpu, benchApplicationName, withApplicationName } from './cpu.ts';
 import { alternatives } from './designs.ts';
 import { median, type Spread, spread } from './stats.ts';
 import { openSubjects, type SkippedSubject, type Subject, type VariantKind } from './subjects.ts';
@@ -21,13 +22,27 @@ export interface OverheadRow {
   readonly vsSetLocal: number | undefined;
   /** Against hand-written SQL on pg at the same loops (median ÷ median). */
   readonly vsPg: number;
+  /**
+   * Against the same ORM's hand-written lock with its work in an AsyncLocalStorage (the hooks' floor
+   * of any design that nests by async context), median of per-round ratios; `withLock` kinds only.
+   */
+  readonly vsFloor: number | undefined;
   /** Statements this variant adds to the ORM's unlocked transaction (counted), when countable. */
   readonly extraRoundTrips: number | undefined;
+  /** Client (the bench process) CPU µs per transaction: all rounds' CPU ÷ all rounds' transactions. */
+  readonly clientUsPerOp: number;
+  /** Server CPU µs per transaction, of the subject's backends; NaN when /proc is not readable. */
+  readonly serverUsPerOp: number;
+  /** Client and server CPU per transaction ÷ the same-ORM baseline's (the one of `vsSameOrm`). */
+  readonly clientVsSameOrm: number | undefined;
+  readonly serverVsSameOrm: number | undefined;
 }
 
 export interface OverheadResult {
   readonly rows: readonly OverheadRow[];
   readonly skipped: readonly SkippedSubject[];
+  /** Why server CPU is not reported, when it is not. */
+  readonly serverCpu: string | undefined;
 }
 
 export interface OverheadOptions {
@@ -42,36 +57,53 @@ export interface OverheadOptions {
 interface Runnable {
   readonly adapter: string;
   readonly kind: VariantKind | 'alternative';
+  /** The `application_name` of its connections. */
+  readonly app: string;
   readonly run: (row: number, key: bigint) => Promise<unknown>;
+}
+
+/** What one timed window measured: transactions, seconds, and CPU on both ends. */
+interface Window {
+  readonly ops: number;
+  readonly opsPerSec: number;
+  readonly clientUs: number;
+  readonly serverUs: number | undefined;
 }
 
 // Distinct keys: every operation of the run takes a key no other operation takes.
 let nextKey = 1n << 40n;
 
-/** Runs `loops` concurrent loops of `run` for `ms` and returns operations per second. */
 /** Longer than the moment pglock's store stays enabled after its last callback (10 ms, core's nesting.ts). */
 const SETTLE_MS = 25;
 
-async function throughput(run: Runnable['run'], loops: number, ms: number): Promise<number> {
+/**
+ * Runs `loops` concurrent loops of `r` for `ms`: transactions per second, and the CPU this process
+ * and `r`'s backends used meanwhile (`cpu` finds the backends before the window opens).
+ */
+async function throughput(r: Runnable, loops: number, ms: number, cpu: BackendCpu): Promise<Window> {
   // Every round starts with no store of pglock's enabled, as an app's other queries run: a
   // hand-written round right after a pglock round would otherwise pay its promise hooks.
   await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
+  const window = await cpu.start(r.app);
   let ops = 0;
   const start = performance.now();
   const until = start + ms;
   await Promise.all(
     Array.from({ length: loops }, async (_, loop) => {
       while (performance.now() < until) {
-        await run(loop + 1, nextKey++);
+        await r.run(loop + 1, nextKey++);
         ops++;
       }
     }),
   );
-  return ops / ((performance.now() - start) / 1_000);
+  const seconds = (performance.now() - start) / 1_000;
+  const used = await cpu.end(window);
+  return { ops, opsPerSec: ops / seconds, ...used };
 }
 
 const BASELINE: Partial<Record<VariantKind, VariantKind>> = {
   '$lock batch': 'hand-written lock batch',
+  '$lock batch + timeoutMs': 'hand-written lock batch',
   'hand-written lock batch': 'hand-written lock batch',
 };
 
@@ -96,7 +128,9 @@ async function countRoundTrips(subject: Subject): Promise<Map<VariantKind, numbe
  * number of concurrent loops, measured in interleaved rounds (the order rotates each round, so drift
  * in the machine's load hits every variant alike) and reported as medians; ratios are the median of
  * per-round ratios. Round trips are
- * counted on the adapters' own connections, one call at a time.
+ * counted on the adapters' own connections, one call at a time. CPU per transaction adds up every
+ * round's CPU and transactions before dividing (the server's clock ticks are coarse for one round):
+ * this process's `process.cpuUsage()` and the subject's backends' CPU from /proc (cpu.ts).
  *
  * @example
  * ```ts
@@ -106,19 +140,30 @@ async function countRoundTrips(subject: Subject): Promise<Map<VariantKind, numbe
 export async function runOverhead(options: OverheadOptions): Promise<OverheadResult> {
   const { url, loopCounts, rounds, roundMs, log } = options;
   const connections = Math.max(...loopCounts);
-  const opened = await openSubjects(url, connections);
+  const app = (name: string) => benchApplicationName(`overhead/${name}`);
+  const cpu = await BackendCpu.open(url);
+  if (cpu.unavailable) log(`  server CPU n/a: ${cpu.unavailable}`);
+  const opened = await openSubjects(url, connections, (u, name) => withApplicationName(u, app(name)));
   const subjects = opened.filter((s): s is Subject => 'variants' in s);
   const skipped = opened.filter((s): s is SkippedSubject => 'skipped' in s);
   for (const s of skipped) log(`  skipped ${s.name}: ${s.skipped}`);
-  const sessions = await Promise.all(alternatives.map((design) => design.open(url, connections)));
+  const sessions = await Promise.all(
+    alternatives.map((design) => design.open(withApplicationName(url, app(design.name)), connections)),
+  );
   try {
     const runnables: Runnable[] = [
       ...subjects.flatMap((subject) =>
-        subject.variants.map((variant) => ({ adapter: subject.name, kind: variant.kind, run: variant.run })),
+        subject.variants.map((variant) => ({
+          adapter: subject.name,
+          kind: variant.kind,
+          app: app(subject.name),
+          run: variant.run,
+        })),
       ),
       ...alternatives.map((design, i) => ({
         adapter: design.name,
         kind: 'alternative' as const,
+        app: app(design.name),
         run: (row: number, key: bigint) => sessions[i]!.cycle(row, key, stamps()),
       })),
     ];
@@ -134,7 +179,8 @@ export async function runOverhead(options: OverheadOptions): Promise<OverheadRes
       // The alternatives are far from pglock's figures and only shown at the largest loop count.
       const measured = loops === connections ? runnables : runnables.filter((r) => r.kind !== 'alternative');
       const samples = new Map<Runnable, number[]>(measured.map((r) => [r, []]));
-      for (const r of measured) await throughput(r.run, loops, Math.max(200, roundMs)); // warm-up
+      const windows = new Map<Runnable, Window[]>(measured.map((r) => [r, []]));
+      for (const r of measured) await throughput(r, loops, Math.max(200, roundMs), cpu); // warm-up
       // One adapter's variants run one after another, so a ratio compares figures taken seconds
       // apart; the order of the adapters and, within each, of its variants rotates every round.
       const groups = [...new Set(measured.map((r) => r.adapter))].map((adapter) =>
@@ -143,7 +189,11 @@ export async function runOverhead(options: OverheadOptions): Promise<OverheadRes
       const rotate = <T>(list: readonly T[], by: number) => list.map((_, i) => list[(i + by) % list.length]!);
       for (let round = 0; round < rounds; round++) {
         for (const group of rotate(groups, round)) {
-          for (const r of rotate(group, round)) samples.get(r)!.push(await throughput(r.run, loops, roundMs));
+          for (const r of rotate(group, round)) {
+            const w = await throughput(r, loops, roundMs, cpu);
+            samples.get(r)!.push(w.opsPerSec);
+            windows.get(r)!.push(w);
+          }
         }
         log(`  ${loops} loop(s): round ${round + 1}/${rounds} done`);
       }
@@ -158,12 +208,24 @@ export async function runOverhead(options: OverheadOptions): Promise<OverheadRes
       const find = (adapter: string, kind: VariantKind) =>
         measured.find((r) => r.adapter === adapter && r.kind === kind);
       const pgBaseline = ops(find('pg', 'hand-written lock'));
+      // CPU per transaction over all rounds: Σ CPU ÷ Σ transactions.
+      const perOp = (r: Runnable | undefined, pick: (w: Window) => number | undefined) => {
+        const ws = r === undefined ? [] : windows.get(r)!;
+        const total = ws.reduce((sum, w) => sum + w.ops, 0);
+        if (ws.some((w) => pick(w) === undefined) || total === 0) return Number.NaN;
+        return ws.reduce((sum, w) => sum + pick(w)!, 0) / total;
+      };
+      const client = (r: Runnable | undefined) => perOp(r, (w) => w.clientUs);
+      const server = (r: Runnable | undefined) => perOp(r, (w) => w.serverUs);
       for (const r of measured) {
         const own = r.kind === 'alternative' ? undefined : r.kind;
         const same = own === undefined ? undefined : find(r.adapter, BASELINE[own] ?? 'hand-written lock');
         const setLocal = own === undefined ? undefined : find(r.adapter, 'hand-written SET LOCAL + lock');
         const sameSpread = versus(r, same);
         const setLocalSpread = own?.includes('batch') ? undefined : versus(r, setLocal);
+        const floor = own?.startsWith('withLock')
+          ? find(r.adapter, 'hand-written lock, work in an AsyncLocalStorage')
+          : undefined;
         rows.push({
           adapter: r.adapter,
           kind: r.kind,
@@ -173,12 +235,17 @@ export async function runOverhead(options: OverheadOptions): Promise<OverheadRes
           vsSameOrmSpread: sameSpread,
           vsSetLocal: setLocalSpread?.median,
           vsPg: ops(r) / pgBaseline,
+          vsFloor: versus(r, floor)?.median,
           extraRoundTrips: extra.get(`${r.adapter}|${r.kind}`),
+          clientUsPerOp: client(r),
+          serverUsPerOp: server(r),
+          clientVsSameOrm: same === undefined ? undefined : client(r) / client(same),
+          serverVsSameOrm: same === undefined ? undefined : server(r) / server(same),
         });
       }
     }
-    return { rows, skipped };
+    return { rows, skipped, serverCpu: cpu.unavailable };
   } finally {
-    await Promise.all([...subjects.map((s) => s.close()), ...sessions.map((s) => s.close())]);
+    await Promise.all([...subjects.map((s) => s.close()), ...sessions.map((s) => s.close()), cpu.close()]);
   }
 }

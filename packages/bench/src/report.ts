@@ -1,36 +1,63 @@
 import { ORDER_TOLERANCE_US } from './hand-off.ts';
 import type { HotKeyResult, HotKeyRow } from './hot-key.ts';
-import type { MachineInfo } from './machine.ts';
+import type { LoadWindow, MachineInfo } from './machine.ts';
 import type { MemoryResult } from './memory.ts';
 import type { MicroResult } from './micro.ts';
 import type { OverheadResult, OverheadRow } from './overhead.ts';
 import type { PgbenchResult } from './pgbench.ts';
 import { PROBE_EVERY_MS, type StarvationRow } from './pool-starvation.ts';
+import type { RunOnceStatements } from './run-once-statements.ts';
+import { SCENARIO } from './scenario-names.ts';
 import { type Bar, barChart } from './svg.ts';
 import type { TargetResult } from './targets.ts';
 
-/** Everything one run measured. */
-export interface BenchResults {
+/** What a run measured once for every Node.js line: the machine, and pgbench (the server alone). */
+export interface SharedResults {
   readonly mode: 'quick' | 'full';
   /** Measured from TypeScript source (the `@pglock/source` condition) rather than the built packages. */
   readonly source: boolean;
   readonly machine: MachineInfo;
   readonly settings: string;
   readonly load: { readonly start: string; readonly end: string };
-  readonly micro: MicroResult;
-  readonly overhead: OverheadResult;
   readonly pgbenchDistinct: PgbenchResult;
   readonly timedForms: readonly {
     readonly name: string;
     readonly protocol: 'extended' | 'simple';
     readonly result: PgbenchResult;
   }[];
-  readonly hotKey: HotKeyResult;
   readonly pgbenchHot: readonly { readonly workers: number; readonly result: PgbenchResult }[];
+}
+
+/** What one Node.js line's process measured (scenarios.ts), with each scenario's load. */
+export interface ScenarioResults {
+  /** `process.version` of the process that measured. */
+  readonly node: string;
+  readonly micro: MicroResult;
+  readonly overhead: OverheadResult;
+  readonly hotKey: HotKeyResult;
   readonly memory: MemoryResult;
   readonly starvation: readonly StarvationRow[];
-  readonly targets: readonly TargetResult[];
+  readonly runOnce: RunOnceStatements;
+  /** By scenario name ({@link SCENARIO}). */
+  readonly loads: Readonly<Record<string, LoadWindow>>;
 }
+
+/** One Node.js line: its figures and targets, or why it did not run. */
+export type NodeRun =
+  | {
+      readonly major: number;
+      readonly results: ScenarioResults;
+      readonly targets: readonly TargetResult[];
+    }
+  | { readonly major: number; readonly notRun: string };
+
+/** Everything one run measured, on every Node.js line. */
+export interface BenchResults extends SharedResults {
+  readonly runs: readonly NodeRun[];
+}
+
+/** One line's figures beside the shared ones: what the per-line sections and charts read. */
+type RunView = SharedResults & ScenarioResults & { readonly targets: readonly TargetResult[] };
 
 const n0 = (v: number) => (Number.isFinite(v) ? Math.round(v).toLocaleString('en-US') : 'n/a');
 const n1 = (v: number) => (Number.isFinite(v) ? v.toFixed(1) : 'n/a');
@@ -63,7 +90,7 @@ const adaptersOf = (rows: readonly OverheadRow[]) => [
  * console.log(headline(results));
  * ```
  */
-export function headline(results: BenchResults): string {
+export function headline(results: ScenarioResults): string {
   const rows = results.overhead.rows;
   const loopCounts = [...new Set(rows.map((r) => r.loops))];
   const most = Math.max(...loopCounts);
@@ -121,7 +148,11 @@ function overheadTable(rows: readonly OverheadRow[]): string {
       'per-round range',
       'vs SET LOCAL + lock',
       'vs hand-written SQL on pg',
+      'vs the hooks’ floor',
       'round trips added',
+      'client CPU µs per transaction',
+      'server CPU µs per transaction',
+      'CPU vs hand-written, client / server',
     ],
     rows.map((r) => [
       r.adapter,
@@ -134,7 +165,11 @@ function overheadTable(rows: readonly OverheadRow[]): string {
         : `${ratio(r.vsSameOrmSpread.min)}–${ratio(r.vsSameOrmSpread.max)}`,
       ratio(r.vsSetLocal),
       ratio(r.vsPg),
+      ratio(r.vsFloor),
       trips(r.extraRoundTrips),
+      n0(r.clientUsPerOp),
+      n0(r.serverUsPerOp),
+      `${ratio(r.clientVsSameOrm)} / ${ratio(r.serverVsSameOrm)}`,
     ]),
   );
 }
@@ -155,6 +190,8 @@ function hotKeyTable(rows: readonly HotKeyRow[]): string {
       'largest inversion (ms)',
       'waits seen',
       `out of order, client (> ${ORDER_TOLERANCE_US / 1_000} ms)`,
+      'client CPU µs per grant',
+      'server CPU µs per grant',
       'errors',
     ],
     rows.map((r) => [
@@ -171,24 +208,16 @@ function hotKeyTable(rows: readonly HotKeyRow[]): string {
       r.server === undefined ? '—' : n3(r.server.largestInversionMs),
       r.server === undefined ? '—' : pct(r.server.seen),
       pct(r.outOfOrderBeyondTolerance),
+      n0(r.clientUsPerGrant),
+      n0(r.serverUsPerGrant),
       String(r.errors),
     ]),
   );
 }
 
-/**
- * The whole report as Markdown (bench/results/latest.md).
- *
- * @example
- * ```ts
- * await writeFile('results/latest.md', markdown(results));
- * ```
- */
-export function markdown(results: BenchResults): string {
-  const { machine, micro, overhead, hotKey } = results;
-  const versions = Object.entries(machine.versions)
-    .map(([name, version]) => `${name} ${version}`)
-    .join(', ');
+/** One Node.js line's sections, its charts under `charts/` (a folder beside latest.md). */
+function nodeSections(results: RunView, charts: string): string[] {
+  const { micro, overhead, hotKey } = results;
   const loopCounts = [...new Set(overhead.rows.map((r) => r.loops))];
   const protocols = [...new Set(results.timedForms.map((f) => f.protocol))];
   const formNames = [...new Set(results.timedForms.map((f) => f.name))];
@@ -198,22 +227,8 @@ export function markdown(results: BenchResults): string {
     );
   const bare = formNames[0] ?? '';
   const sections = [
-    `# pglock benchmarks (${results.mode} run)`,
-    `Measured ${machine.date} on ${machine.cpu}, ${machine.cores} cores, ${machine.memoryGb.toFixed(1)} GB memory, Node ${machine.node}. ` +
-      `Load average (1 min) ${results.load.start} at the start, ${results.load.end} at the end: anything else running on the machine shows in the figures. ` +
-      `With ${machine.cores} cores, 32 worker processes plus PostgreSQL are CPU-bound: the 32-worker rows measure an overloaded machine.`,
-    `Versions: ${versions}.`,
-    `Settings: ${results.settings}. ${results.source ? 'The packages are measured from their TypeScript source (`pnpm bench:source`, through tsx).' : 'The packages are measured as built (`dist`, what users install).'} Regenerate with \`pnpm bench\` (\`pnpm bench -- --quick\` for a smoke run).`,
-    ...(overhead.skipped.length > 0
-      ? [`**Skipped:** ${overhead.skipped.map((s) => `${s.name} (${s.skipped})`).join('; ')}.`]
-      : []),
     '## Headline',
     headline(results),
-    '## Targets',
-    table(
-      ['target', 'met', 'measured'],
-      results.targets.map((t) => [t.target, t.met ? 'yes' : '**no**', t.detail]),
-    ),
     '## 0. pglock’s own JavaScript per call',
     'A node-postgres-shaped pool whose queries resolve at once runs `withLock` and the same hand-written statement sequence (connect, BEGIN, the lock, the work, COMMIT, release): the difference is what pglock itself costs per call, with no database and no network. ' +
       `CPU time per call, median of ${micro.rounds} interleaved rounds of ${n0(micro.callsPerRound)} calls (least of the rounds in brackets).`,
@@ -258,7 +273,7 @@ export function markdown(results: BenchResults): string {
         ...protocols.flatMap((p) => [n0(formTps(name, p)), ratio(formTps(name, p) / formTps(bare, p))]),
       ]),
     ),
-    '![overhead](overhead.svg)',
+    `![overhead](${charts}/overhead.svg)`,
     '## 2–3. One hot key: hand-off, throughput, fairness',
     `Every worker is a separate process with one connection, looping lock → increment the hot row → release. pglock and its hand-written SQL alternate round by round (the first to run switches each round); each alternative runs once per worker count. Hand-off is the time from a release that found others waiting (stamped just before COMMIT or unlock is sent) to the first of those waiters running with the lock; the releaser taking the lock back meanwhile does not end it. Every design stamps its arrival just before its lock call starts (before BEGIN). Stamps come from the system-wide monotonic clock all processes share. ` +
       `"Out of order, server" reads the order from PostgreSQL itself: a monitor connection looks at \`pg_locks.waitstart\` for the key about every millisecond, each wait it sees gets the server's arrival time, and a grant is out of order when a waiter that started waiting earlier was granted later ("waits seen": the share of acquisitions whose wait the monitor saw; the shortest waits end between two looks). PostgreSQL stamps \`waitstart\` just after a backend has joined the lock's wait queue, so two backends joining within one scheduling delay can carry stamps in the opposite order of their places in the queue: the "> ${ORDER_TOLERANCE_US / 1_000} ms" column leaves those out, and the largest inversion shows how far apart they were. The client-stamp column is kept for the designs that do not wait in \`pg_locks\`. ` +
@@ -273,6 +288,8 @@ export function markdown(results: BenchResults): string {
         'hand-off min',
         'median',
         'max',
+        'CPU per grant, client',
+        'server',
       ],
       hotKey.comparisons.map((c) => [
         c.loops > 1 ? `1 process × ${c.loops} callers` : `${c.workers} workers`,
@@ -283,15 +300,17 @@ export function markdown(results: BenchResults): string {
         ratio(c.handOff.min),
         ratio(c.handOff.median),
         ratio(c.handOff.max),
+        ratio(c.clientCpu),
+        ratio(c.serverCpu),
       ]),
     ),
-    'Hand-off ratio: hand-written p50 ÷ pglock p50 (above 1: pglock hands over faster). Throughput ratio: pglock ÷ hand-written.',
+    "Hand-off ratio: hand-written p50 ÷ pglock p50 (above 1: pglock hands over faster). Throughput ratio: pglock ÷ hand-written. CPU per grant: the workers' CPU (`process.cpuUsage()` over their window) and their backends' (/proc) over all rounds, ÷ the locks granted, pglock ÷ hand-written (below 1: pglock spends less per hand-off); at 8 and 32 workers the machine is CPU-bound, so this is the figure that says what a hand-off costs.",
     hotKeyTable(hotKey.rows.filter((r) => r.loops === 1)),
     `pgbench, the same SQL on the hot key: ${results.pgbenchHot.map((p) => `${p.workers} clients ${bench(p.result)}`).join(', ')}.`,
     '### In-process hand-off',
     'One process with several callers on one key, one pool with a connection per caller. pglock queues the callers of one process in memory and only the head waits on the server; the hand-written SQL has every caller waiting on the server. Hand-off is timed as above, between callers of the one process.',
     hotKeyTable(hotKey.rows.filter((r) => r.loops > 1)),
-    '![hand-off](hot-key-hand-off.svg)\n\n![throughput](hot-key-throughput.svg)',
+    `![hand-off](${charts}/hot-key-hand-off.svg)\n\n![throughput](${charts}/hot-key-throughput.svg)`,
     '## 4. Memory',
     `${n0(results.memory.points.at(-1)?.cycles ?? 0)} withLock cycles (pg adapter) in one process; memory read after a forced GC${results.memory.gcExposed ? '' : ' (**gc not exposed: run with node --expose-gc**)'}. ` +
       `Heap change from the first checkpoint to the last: ${results.memory.heapBytesPerCycle.toFixed(2)} bytes per cycle; RSS change ${results.memory.rssGrowthMb.toFixed(1)} MB.`,
@@ -299,7 +318,7 @@ export function markdown(results: BenchResults): string {
       ['cycles', 'RSS (MB)', 'heap used (MB)'],
       results.memory.points.map((p) => [n0(p.cycles), p.rssMb.toFixed(1), p.heapUsedMb.toFixed(2)]),
     ),
-    '![memory](memory.svg)',
+    `![memory](${charts}/memory.svg)`,
     '## 5. Waiters and the pool',
     `100 concurrent lock calls on one key, each holding it 20 ms, through one \`pg.Pool\` of 10, while an unrelated \`SELECT 1\` is sent on the same pool every ${PROBE_EVERY_MS} ms; the designs alternate round by round. With every waiter on the server, the waiters hold every pooled connection and the rest of the app waits for the burst; pglock's in-process queue keeps one waiter on the server.`,
     table(
@@ -323,7 +342,8 @@ export function markdown(results: BenchResults): string {
       ]),
     ),
   ];
-  return `${sections.join('\n\n')}\n`;
+  // Under the line's own heading: every heading one level down.
+  return sections.map((section) => (section.startsWith('#') ? `#${section}` : section));
 }
 
 /**
@@ -334,7 +354,7 @@ export function markdown(results: BenchResults): string {
  * for (const [name, svg] of Object.entries(charts(results))) await writeFile(name, svg);
  * ```
  */
-export function charts(results: BenchResults): Record<string, string> {
+export function charts(results: ScenarioResults): Record<string, string> {
   const most = Math.max(...results.overhead.rows.map((r) => r.loops));
   const overheadBars: Bar[] = results.overhead.rows
     .filter((r) => r.loops === most)
@@ -384,4 +404,183 @@ export function charts(results: BenchResults): Record<string, string> {
       log: true,
     }),
   };
+}
+
+/** "met: …", "**missed**: …", "not judged (load 3.4 > 2 cores): …", "reported: …". */
+const verdict = (t: TargetResult, status: string = t.status) =>
+  `${status}${t.status === 'not judged' ? ' ' : ': '}${t.detail}`;
+const cell = (t: TargetResult | undefined) =>
+  t === undefined ? '—' : verdict(t, t.status === 'missed' ? '**missed**' : t.status);
+const lineName = (run: NodeRun) => ('notRun' in run ? `Node ${run.major}` : `Node ${run.results.node}`);
+
+/**
+ * Each Node.js line's target verdicts, one line each, for the console.
+ *
+ * @example
+ * ```ts
+ * for (const line of targetLines(results)) console.log(line);
+ * ```
+ */
+export function targetLines(results: BenchResults): string[] {
+  return results.runs.flatMap((run) => {
+    if ('notRun' in run) return [`${lineName(run)}: not run (${run.notRun})`];
+    const loads = Object.entries(run.results.loads)
+      .map(
+        ([name, w]) =>
+          `${name.split('.')[0]}: ${w.start.toFixed(1)}→${w.end.toFixed(1)} (most ${w.max.toFixed(1)})`,
+      )
+      .join(', ');
+    return [
+      `${lineName(run)}: load per scenario ${loads}; ${run.results.loads[SCENARIO.micro]?.cores ?? '?'} cores`,
+      ...run.targets.map((t) => `  ${t.target}: ${verdict(t, t.status.toUpperCase())}`),
+    ];
+  });
+}
+
+/**
+ * The whole report as Markdown (bench/results/latest.md): the targets per Node.js line side by
+ * side, the CPU figures, then each line's sections.
+ *
+ * @example
+ * ```ts
+ * await writeFile('results/latest.md', markdown(results));
+ * ```
+ */
+export function markdown(results: BenchResults): string {
+  const { machine } = results;
+  const versions = Object.entries(machine.versions)
+    .map(([name, version]) => `${name} ${version}`)
+    .join(', ');
+  const ran = results.runs.filter((r): r is Extract<NodeRun, { results: unknown }> => 'results' in r);
+  const names = ran[0]?.targets.map((t) => t.target) ?? [];
+  const scenarios = Object.values(SCENARIO);
+  const sections = [
+    `# pglock benchmarks (${results.mode} run)`,
+    `Measured ${machine.date} on ${machine.cpu}, ${machine.cores} cores, ${machine.memoryGb.toFixed(1)} GB memory, on ${results.runs.map(lineName).join(' and ')}: every scenario that runs JavaScript runs once per Node.js line, in a process of its own, one line after the other; pgbench (the server alone) runs once. ` +
+      `Load average (1 min) ${results.load.start} at the start, ${results.load.end} at the end: anything else running on the machine shows in the figures. ` +
+      `With ${machine.cores} cores, 32 worker processes plus PostgreSQL are CPU-bound: the 32-worker rows measure an overloaded machine.`,
+    `Versions: ${versions}.`,
+    `Settings: ${results.settings}. ${results.source ? 'The packages are measured from their TypeScript source (`pnpm bench:source`, through tsx).' : 'The packages are measured as built (`dist`, what users install).'} Regenerate with \`pnpm bench\` (\`pnpm bench -- --quick\` for a smoke run).`,
+    ...results.runs
+      .filter((r) => 'notRun' in r)
+      .map((r) => `**${lineName(r)} not run:** ${(r as { notRun: string }).notRun}.`),
+    '## Targets per Node.js line',
+    'A target is "not judged" when the 1-minute load average exceeded the machine\'s cores during its scenario (its figures are shown; run again on a quiet machine), "reported" when it has no target on that line. Each throughput ratio has the CPU ratios beside it (pglock ÷ hand-written, per transaction, client / server): CPU time per transaction moves far less than throughput on a busy machine.',
+    table(
+      ['target', ...ran.map(lineName)],
+      names.map((name) => [name, ...ran.map((r) => cell(r.targets.find((t) => t.target === name)))]),
+    ),
+    '## Load per scenario',
+    `The 1-minute load average at each scenario's start → end (the most seen, sampled every second), against ${ran[0]?.results.loads[SCENARIO.micro]?.cores ?? machine.cores} cores (\`os.availableParallelism()\`).`,
+    table(
+      ['scenario', ...ran.map(lineName)],
+      scenarios.map((name) => [
+        name,
+        ...ran.map((r) => {
+          const w = r.results.loads[name];
+          return w === undefined ? '—' : `${n1(w.start)} → ${n1(w.end)} (most ${n1(w.max)})`;
+        }),
+      ]),
+    ),
+    '## CPU per locked transaction',
+    "Client: the bench process's `process.cpuUsage()` over the measured windows; server: the CPU of the subject's own backends (found by `application_name`, read from `/proc/<pid>/schedstat`, or utime + stime of `/proc/<pid>/stat` in clock ticks where schedstat is missing), over the same windows; both divided by the transactions of all rounds. Ratios: pglock ÷ the hand-written lock on the same ORM (the batch: ÷ the hand-written batch). Only the backends open when a window starts count: a design that connects per lock (advisory-lock) shows n/a, and Redis's own CPU (redlock) is not counted." +
+      (ran.some((r) => r.results.overhead.serverCpu)
+        ? ` Server CPU n/a: ${ran.map((r) => r.results.overhead.serverCpu).find(Boolean)}.`
+        : ''),
+    table(
+      [
+        'adapter',
+        'variant',
+        'loops',
+        ...ran.flatMap((r) => [
+          `${lineName(r)}: client µs`,
+          'server µs',
+          'client / server vs hand-written',
+          'throughput vs hand-written',
+        ]),
+      ],
+      (ran[0]?.results.overhead.rows ?? [])
+        .filter((row) => row.kind.startsWith('withLock') || row.kind.includes('batch'))
+        .map((row) => [
+          row.adapter,
+          row.kind,
+          String(row.loops),
+          ...ran.flatMap((r) => {
+            const mine = r.results.overhead.rows.find(
+              (o) => o.adapter === row.adapter && o.kind === row.kind && o.loops === row.loops,
+            );
+            return mine === undefined
+              ? ['—', '—', '—', '—']
+              : [
+                  n0(mine.clientUsPerOp),
+                  n0(mine.serverUsPerOp),
+                  `${ratio(mine.clientVsSameOrm)} / ${ratio(mine.serverVsSameOrm)}`,
+                  ratio(mine.vsSameOrm),
+                ];
+          }),
+        ]),
+    ),
+    '## Hot key: CPU per grant',
+    'Client CPU (every worker process, over its window) and server CPU (the workers\' backends) per granted lock, pglock ÷ hand-written, beside the throughput ratio (the median of per-round ratios). At 8 and 32 workers the 2-core machine is CPU-bound, so throughput follows the CPU each grant costs. No target beyond "not worse than today".',
+    table(
+      [
+        'workers',
+        ...ran.flatMap((r) => [
+          `${lineName(r)}: throughput`,
+          'client CPU',
+          'server CPU',
+          'µs per grant, client + server: pglock',
+          'hand-written',
+        ]),
+      ],
+      (ran[0]?.results.hotKey.comparisons ?? []).map((c) => [
+        c.loops > 1 ? `1 process × ${c.loops} callers` : String(c.workers),
+        ...ran.flatMap((r) => {
+          const mine = r.results.hotKey.comparisons.find(
+            (o) => o.workers === c.workers && o.loops === c.loops,
+          );
+          const of = (pglock: boolean) =>
+            r.results.hotKey.rows.find(
+              (o) =>
+                o.workers === c.workers && o.loops === c.loops && o.design.startsWith('pglock') === pglock,
+            );
+          const perGrant = (row: HotKeyRow | undefined) =>
+            row === undefined ? '—' : `${n0(row.clientUsPerGrant)} + ${n0(row.serverUsPerGrant)}`;
+          return mine === undefined
+            ? ['—', '—', '—', '—', '—']
+            : [
+                ratio(mine.throughput.median),
+                ratio(mine.clientCpu),
+                ratio(mine.serverCpu),
+                perGrant(of(true)),
+                perGrant(of(false)),
+              ];
+        }),
+      ]),
+    ),
+    '## Statements per `runOnce`',
+    "Counted on the pg adapter's connection, over 20 calls each, with a job that sends one `SELECT 1` (not counted): a call that runs its job (a new period), one that finds the period already run, and one whose job throws.",
+    table(
+      ['call', ...ran.map(lineName)],
+      (
+        [
+          ['runs its job', 'ran'],
+          ['period already run', 'alreadyRan'],
+          ['job throws', 'failed'],
+        ] as const
+      ).map(([label, field]) => [
+        label,
+        ...ran.map((r) =>
+          r.results.runOnce.skipped
+            ? `skipped: ${r.results.runOnce.skipped}`
+            : n2(r.results.runOnce[field] ?? Number.NaN),
+        ),
+      ]),
+    ),
+    ...ran.flatMap((r) => [
+      `## ${lineName(r)}`,
+      ...nodeSections({ ...results, ...r.results, targets: r.targets }, `node-${r.major}`),
+    ]),
+  ];
+  return `${sections.join('\n\n')}\n`;
 }

@@ -20,8 +20,9 @@ export interface Variant {
  * The variants of scenario 1. "hand-written" is the same ORM transaction with
  * `SELECT pg_advisory_xact_lock($1)` first; "hand-written SET LOCAL" sets `lock_timeout` with its own
  * statement before that lock (what a bounded wait costs by hand). The batch kinds are Prisma's
- * `$transaction([…])` with `$lock` first, or with a hand-written lock query first. "work in an
- * AsyncLocalStorage" (pg only) is the hand-written lock whose work runs in a store enabled just for it,
+ * `$transaction([…])` with `$lock` first (its default wait, or `timeoutMs`), or with a hand-written
+ * lock query first. "work in an AsyncLocalStorage" is the hand-written lock whose work runs in a
+ * store enabled just for it,
  * as pglock's nesting context is: what Node's hooks alone cost, the floor of any design that nests
  * by async context.
  */
@@ -33,6 +34,7 @@ export type VariantKind =
   | 'hand-written SET LOCAL + lock'
   | 'no lock'
   | '$lock batch'
+  | '$lock batch + timeoutMs'
   | 'hand-written lock batch';
 
 /** An adapter on one driver, its variants, and a statement counter on its connections. */
@@ -68,17 +70,23 @@ const openers: readonly (readonly [string, Opener])[] = [
 /**
  * The pglock subjects of scenario 1, each on a pool of `connections`. Each adapter is imported on its
  * own, so one that does not load is reported as skipped (with the reason) instead of ending the run.
+ * `urlFor` gives each subject its URL (an `application_name` of its own, so that its backends'
+ * CPU can be read).
  *
  * @example
  * ```ts
  * const subjects = await openSubjects(url, 4);
  * ```
  */
-export async function openSubjects(url: string, connections: number): Promise<(Subject | SkippedSubject)[]> {
+export async function openSubjects(
+  url: string,
+  connections: number,
+  urlFor: (url: string, subject: string) => string = (u) => u,
+): Promise<(Subject | SkippedSubject)[]> {
   const opened: (Subject | SkippedSubject)[] = [];
   for (const [name, open] of openers) {
     try {
-      opened.push(await open(url, connections));
+      opened.push(await open(urlFor(url, name), connections));
     } catch (error) {
       opened.push({ name, skipped: String(error instanceof Error ? error.message : error).split('\n')[0]! });
     }
@@ -164,16 +172,20 @@ async function drizzleVariants(db: DrizzleDb): Promise<Variant[]> {
       .set({ n: sql`${counter.n} + 1` })
       .where(eq(counter.id, row));
   };
-  const handWritten = (timed: boolean) => (row: number, key: bigint) =>
-    db.transaction(async (tx) => {
-      if (timed) await tx.execute(sql.raw(SET_LOCAL_SQL));
-      await tx.execute(sql`SELECT pg_advisory_xact_lock(${String(key)})`);
-      await work(tx, row);
-    });
+  const handWritten =
+    (timed: boolean, stored = false) =>
+    (row: number, key: bigint) =>
+      db.transaction(async (tx) => {
+        if (timed) await tx.execute(sql.raw(SET_LOCAL_SQL));
+        await tx.execute(sql`SELECT pg_advisory_xact_lock(${String(key)})`);
+        if (stored) await inStore(() => work(tx, row));
+        else await work(tx, row);
+      });
   return [
     { kind: 'withLock', run: (row, key) => withLock(db, key, (tx) => work(tx, row)) },
     { kind: 'withLock + timeoutMs', run: (row, key) => withLock(db, key, (tx) => work(tx, row), TIMEOUT) },
     { kind: 'hand-written lock', run: handWritten(false) },
+    { kind: 'hand-written lock, work in an AsyncLocalStorage', run: handWritten(false, true) },
     { kind: 'hand-written SET LOCAL + lock', run: handWritten(true) },
     { kind: 'no lock', run: (row) => db.transaction((tx) => work(tx, row)) },
   ];
@@ -226,12 +238,15 @@ async function kyselySubject(url: string, max: number): Promise<Subject> {
       .set((eb) => ({ n: eb('n', '+', 1) }))
       .where('id', '=', row)
       .execute();
-  const handWritten = (timed: boolean) => (row: number, key: bigint) =>
-    db.transaction().execute(async (trx) => {
-      if (timed) await kyselySql.raw(SET_LOCAL_SQL).execute(trx);
-      await kyselySql`SELECT pg_advisory_xact_lock(${String(key)})`.execute(trx);
-      await work(trx, row);
-    });
+  const handWritten =
+    (timed: boolean, stored = false) =>
+    (row: number, key: bigint) =>
+      db.transaction().execute(async (trx) => {
+        if (timed) await kyselySql.raw(SET_LOCAL_SQL).execute(trx);
+        await kyselySql`SELECT pg_advisory_xact_lock(${String(key)})`.execute(trx);
+        if (stored) await inStore(() => work(trx, row));
+        else await work(trx, row);
+      });
   return {
     name: 'Kysely (pg)',
     variants: [
@@ -241,6 +256,7 @@ async function kyselySubject(url: string, max: number): Promise<Subject> {
         run: (row, key) => withLock(db, key, (trx) => work(trx as Db, row), TIMEOUT),
       },
       { kind: 'hand-written lock', run: handWritten(false) },
+      { kind: 'hand-written lock, work in an AsyncLocalStorage', run: handWritten(false, true) },
       { kind: 'hand-written SET LOCAL + lock', run: handWritten(true) },
       { kind: 'no lock', run: (row) => db.transaction().execute((trx) => work(trx, row)) },
     ],
@@ -260,13 +276,16 @@ async function prismaSubject(url: string, max: number): Promise<Subject> {
   type Counting = { readonly counter: Pick<typeof base.counter, 'update'> };
   const update = (tx: Counting, row: number) =>
     tx.counter.update({ where: { id: row }, data: { n: { increment: 1 } } });
-  const handWritten = (timed: boolean) => (row: number, key: bigint) =>
-    base.$transaction(async (tx) => {
-      if (timed) await tx.$executeRawUnsafe(SET_LOCAL_SQL);
-      // Prisma cannot read a void column: users run the lock with $executeRaw, a bigint parameter.
-      await tx.$executeRaw`SELECT pg_advisory_xact_lock(${key})`;
-      await update(tx, row);
-    });
+  const handWritten =
+    (timed: boolean, stored = false) =>
+    (row: number, key: bigint) =>
+      base.$transaction(async (tx) => {
+        if (timed) await tx.$executeRawUnsafe(SET_LOCAL_SQL);
+        // Prisma cannot read a void column: users run the lock with $executeRaw, a bigint parameter.
+        await tx.$executeRaw`SELECT pg_advisory_xact_lock(${key})`;
+        if (stored) await inStore(() => update(tx, row));
+        else await update(tx, row);
+      });
   return {
     name: 'Prisma (adapter-pg)',
     // Prisma's withLock always waits with a bound (what the transaction's timer allows), so its
@@ -281,10 +300,16 @@ async function prismaSubject(url: string, max: number): Promise<Subject> {
         run: (row, key) => client.$withLock(key, (tx) => update(tx as unknown as Counting, row), TIMEOUT),
       },
       { kind: 'hand-written lock', run: handWritten(false) },
+      { kind: 'hand-written lock, work in an AsyncLocalStorage', run: handWritten(false, true) },
       { kind: 'hand-written SET LOCAL + lock', run: handWritten(true) },
       { kind: 'no lock', run: (row) => base.$transaction((tx) => update(tx, row)) },
       {
         kind: '$lock batch',
+        run: (row, key) =>
+          client.$transaction([client.$lock(key), update(client as unknown as Counting, row)]),
+      },
+      {
+        kind: '$lock batch + timeoutMs',
         run: (row, key) =>
           client.$transaction([client.$lock(key, TIMEOUT), update(client as unknown as Counting, row)]),
       },

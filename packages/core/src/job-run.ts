@@ -21,7 +21,7 @@ import { type BigintLockKey, formatLockKey } from './lock-key.ts';
 import { checkDuration } from './lock-options.ts';
 import type { PortConnection, Row } from './lock-port.ts';
 import { checkOptionKeys } from './option-keys.ts';
-import { cell } from './row-cell.ts';
+import { cell, truthy } from './row-cell.ts';
 import { runCancellable, within } from './run-cancellable.ts';
 import { SqlState, saysConnectionEnded, sqlStateOf } from './sql-state.ts';
 import type { Statement } from './statement.ts';
@@ -183,12 +183,17 @@ export class JobRun<Db, Tx> {
     if (!this.#nested) await connection.query(claimSavepoint);
   }
 
-  /** Runs the job for the claimed `period` (`start`: its epoch ms) and records how it ended. */
+  /**
+   * Runs the job for the claimed `period` (`start`: its epoch ms) and records how it ended. `claimed`:
+   * the claim's row, which carries the period's attempts, the server's clock, the backend and its
+   * transaction when its `known` is true (jobs-table.ts); else they are read here.
+   */
   async run<P extends { readonly start: Date; readonly end: Date }, T>(
     connection: PortConnection,
     tx: Tx,
     period: P,
     fn: (tx: Tx, run: JobContext<P>) => Promise<T>,
+    claimed?: Row,
   ): Promise<JobOutcome<T>> {
     const startMs = period.start.getTime();
     this.period = period;
@@ -199,7 +204,10 @@ export class JobRun<Db, Tx> {
       await this.#record(connection, okRecordStatement(this.#key, startMs, 1, elapsed(started)));
       return { ran: true, value };
     }
-    const [row] = await this.#query(connection, attemptsStatement(this.#key, startMs));
+    const [row] =
+      claimed !== undefined && truthy(claimed, 'known')
+        ? [claimed]
+        : await this.#query(connection, attemptsStatement(this.#key, startMs));
     const prior = Number(cell(row ?? {}, 'attempts') ?? 0);
     // The server's clock, as the local monotonic clock plus an offset: a retry must start in the period.
     const offset = Number(cell(row ?? {}, 'clock')) - performance.now();

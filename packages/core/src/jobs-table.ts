@@ -90,7 +90,12 @@ ${UPGRADE_COLUMNS.map(([column, type]) => `  ADD COLUMN IF NOT EXISTS ${column} 
 // this one), and minIntervalMs has passed since the last run took the lock. It returns the period
 // and the row as it was (its schedule, its last period) either way, so one round trip says
 // "claimed", "done", "too soon" or "another schedule", and for which period: the final SELECT sees
-// the row as it was before this statement. Values are strings ('' for none): see statement.ts.
+// the row as it was before this statement. A claim also returns what its run reads next (the
+// attempts this period has had, from the row as claimed, which the claim leaves alone; the server's
+// clock; the backend and its transaction: job-run.ts), so a run needs no statement of its own for
+// them. The attempt columns are read through the claimed row's JSON, not by name: on a table from an
+// older pglock (without them) the claim answers as before, with `known` false, and the run reads them
+// by name, failing there with the upgrade, as it always did. Values are strings ('' for none): see statement.ts.
 const claimText = statementText(
   `WITH p AS (
     SELECT $1::text::bigint AS key, $2::text AS name, nullif($3::text, '') AS namespace,
@@ -119,11 +124,18 @@ const claimText = statementText(
       AND (j.period_start IS NULL OR j.period_start < excluded.period_start)
       AND (j.ran_at IS NULL OR (SELECT gap FROM p) IS NULL
         OR j.ran_at <= excluded.ran_at - (SELECT gap FROM p) * interval '1 millisecond')
-    RETURNING 1
+    RETURNING to_jsonb(j) AS doc
   )
   SELECT s.start_ms::text AS start, s.end_ms::text AS finish, (SELECT count(*) FROM claimed)::int AS claimed,
-    s.prev::text AS prev, j.per_ms::text AS stored, j.cron AS storedcron, j.time_zone AS storedzone
-  FROM s LEFT JOIN pglock_jobs AS j ON j.key = s.key`,
+    s.prev::text AS prev, j.per_ms::text AS stored, j.cron AS storedcron, j.time_zone AS storedzone,
+    r.known, CASE WHEN r.known AND floor(extract(epoch FROM (r.doc->>'attempt_period')::timestamptz) * 1000)::bigint = s.start_ms
+      THEN (r.doc->>'attempts')::int ELSE 0 END AS attempts,
+    floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint::text AS clock,
+    pg_backend_pid() AS pid, extract(epoch FROM now())::text AS xact
+  FROM s LEFT JOIN pglock_jobs AS j ON j.key = s.key
+    CROSS JOIN LATERAL (SELECT (SELECT c.doc FROM claimed AS c) AS doc) AS q
+    CROSS JOIN LATERAL (SELECT q.doc, coalesce((q.doc -> 'attempts') IS NOT NULL
+      AND (q.doc -> 'attempt_period') IS NOT NULL, false) AS known) AS r`,
 );
 
 // now(): on the transaction a nested call runs in, the period its job would have run for; alone,

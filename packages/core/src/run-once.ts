@@ -287,7 +287,13 @@ async function runJob<Db, Tx, T>(
         if (!claim.claimed) return { ran: false, reason: claim.reason, period: claim.period };
         const { period } = claim;
         missed = claim.missed;
-        const run = await job.run(connection, tx, period, (t: Tx, context) => fn(t, { ...context, missed }));
+        const run = await job.run(
+          connection,
+          tx,
+          period,
+          (t: Tx, context) => fn(t, { ...context, missed }),
+          claim.row,
+        );
         return run.ran ? { ran: true, value: run.value, period, missed } : { ...run, period };
       },
       lockOptions,
@@ -319,7 +325,13 @@ function runLimitsOf(options: RunOnceOptions, verb: string): Pick<ClaimRequest, 
 }
 
 type Claim =
-  | { readonly claimed: true; readonly period: RunOncePeriod; readonly missed: number }
+  | {
+      readonly claimed: true;
+      readonly period: RunOncePeriod;
+      readonly missed: number;
+      /** The claim's row: the attempts a run reads next come with it (see claimStatement). */
+      readonly row: Row;
+    }
   | { readonly claimed: false; readonly reason: 'done' | 'too-soon'; readonly period: RunOncePeriod };
 
 /**
@@ -362,7 +374,12 @@ async function claimPeriod(
   const prev = cell(row, 'prev');
   const previous = prev === null || prev === undefined ? undefined : Number(prev);
   if (Number(cell(row, 'claimed')) === 1) {
-    return { claimed: true, period, missed: missedPeriods(schedule, previous, period.start.getTime()) };
+    return {
+      claimed: true,
+      period,
+      missed: missedPeriods(schedule, previous, period.start.getTime()),
+      row,
+    };
   }
   const done = previous !== undefined && previous >= period.start.getTime();
   return { claimed: false, reason: done ? 'done' : 'too-soon', period };
