@@ -56,7 +56,7 @@ async function runLine(node: string, url: string, json: string): Promise<Scenari
   if (quick) args.push('--quick');
   const child = spawn(node, args, {
     cwd: fileURLToPath(new URL('..', import.meta.url)),
-    env: { ...process.env, PGLOCK_BENCH_URL: url },
+    env: { ...process.env, PGLOCK_BENCH_URL: url, PGLOCK_BENCH_ROOT: String(process.pid) },
     stdio: ['ignore', 'inherit', 'pipe'],
   });
   let stderr = '';

@@ -4,7 +4,7 @@
 import { writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { runHotKey } from './hot-key.ts';
-import { type LoadWindow, watchLoad } from './machine.ts';
+import { type LoadWindow, otherWork, watchLoad } from './machine.ts';
 import { runMemory } from './memory.ts';
 import { runMicro } from './micro.ts';
 import { runOverhead } from './overhead.ts';
@@ -64,8 +64,8 @@ if (process.argv[1]?.endsWith('scenarios.ts')) {
   const log = (line: string) =>
     console.log(`[Node ${major} ${((performance.now() - started) / 1_000).toFixed(1)} s] ${line}`);
   const loads: Record<string, LoadWindow> = {};
-  // Each scenario's load: printed at its start and end, and kept, so a target measured on a machine
-  // busier than its cores is not judged.
+  // Each scenario's load: printed at its start and end with the CPU other work took meanwhile, and
+  // kept, so a target measured while other work competed for the cores is not judged.
   const scenario = async <T>(name: string, body: () => Promise<T>): Promise<T> => {
     const watch = watchLoad();
     log(`${name} (load ${watch.start.toFixed(1)})`);
@@ -75,7 +75,7 @@ if (process.argv[1]?.endsWith('scenarios.ts')) {
       const window = watch.stop();
       loads[name] = window;
       log(
-        `  load ${window.start.toFixed(1)} at the start, ${window.end.toFixed(1)} at the end, most ${window.max.toFixed(1)} (${window.cores} cores)`,
+        `  load ${window.start.toFixed(1)} at the start, ${window.end.toFixed(1)} at the end, most ${window.max.toFixed(1)} (${window.cores} cores); other work ${otherWork(window)}`,
       );
     }
   };
