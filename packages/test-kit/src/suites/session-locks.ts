@@ -516,7 +516,13 @@ export function sessionLocksSuite(ctx: SuiteContext): void {
         ];
         for (const [label, call] of calls) {
           const waiting = outcome(call());
-          await ctx.backdoor.waitForWaiters(key, 1);
+          // A call that settles before it waits (CI saw this wait time out once, on Kysely's
+          // control harness against PostgreSQL 18) fails here with its label and its outcome.
+          const waited = ctx.backdoor.waitForWaiters(key, 1).then(() => undefined);
+          // When the call wins the race, the wait's later time-out is not an unhandled rejection.
+          waited.catch(() => undefined);
+          const early = await Promise.race([waited, waiting]);
+          expect(early, `${label}: settled before it waited on the server`).toBeUndefined();
           const [pid] = await ctx.backdoor.waitersOn(key);
           await ctx.backdoor.query('SELECT pg_terminate_backend($1::int)', [pid]);
           const result = await settlesWithin(waiting, 5_000, label);
