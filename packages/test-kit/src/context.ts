@@ -116,7 +116,7 @@ export function skipped(reason: string | undefined): string {
  * processes: the workers load the adapter code that this run's single-process tests already check
  * against that release, and what one process does reaches another only through the server, whose
  * side of it (a holder's death, a lease ending, a schedule's row) no release changes. The main lanes
- * and PostgreSQL 18's keep them.
+ * and PostgreSQL 18's run them (there once per driver family: `leadsFamily` in matrix.ts).
  */
 function processesOffByEnv(env: NodeJS.ProcessEnv = process.env): string | undefined {
   const value = env.PGLOCK_PROCESSES?.trim();

@@ -42,6 +42,14 @@ export interface MatrixEntry {
    * processes in the `ci` lane. Default false: see {@link processesElsewhere}.
    */
   readonly processes?: boolean | undefined;
+  /**
+   * Runs its driver family's worker-process tests in the `family` lane: one row per family across
+   * the adapters, the driver's own adapter (`@pglock/pg`, `@pglock/postgres`, `@pglock/prisma`).
+   * The lane is there for a second server version, and a worker reaches the test's process only
+   * through the server, whose side of it (a holder's death, a lease ending, a schedule's row) is
+   * the same whichever adapter's workers drive it; every adapter's workers run in the `ci` lane.
+   */
+  readonly leadsFamily?: boolean | undefined;
 }
 
 /**
@@ -51,9 +59,10 @@ export interface MatrixEntry {
  * it) is in how this process reads rows and handles its own connections, which the single-process
  * tests of the same suites cover; what a worker process does reaches the test's process only
  * through the server. The cross-process tests, more than half of each row's time, run on the
- * whole-kit rows of every driver family and on the whole kit through PgBouncer; every other lane,
- * and a harness named in `PGLOCK_HARNESSES`, runs them everywhere. A row sets `processes: true`
- * where its difference does reach them. (`PGLOCK_PROCESSES=0` turns them off for a whole run:
+ * whole-kit rows of every driver family and on the whole kit through PgBouncer. The `family` lane
+ * runs them on the row of each family that {@link MatrixEntry.leadsFamily}; the `fast` and `all`
+ * lanes, and a harness named in `PGLOCK_HARNESSES`, run them everywhere. A row sets
+ * `processes: true` where its difference does reach them in the `ci` lane. (`PGLOCK_PROCESSES=0` turns them off for a whole run:
  * context.ts.)
  *
  * @example
@@ -69,7 +78,16 @@ export function processesElsewhere(
   env: NodeJS.ProcessEnv = process.env,
 ): ProcessesElsewhere | undefined {
   if (listFromEnv('PGLOCK_HARNESSES', env) !== undefined) return undefined;
-  if (currentLane(env) !== 'ci' || entry.suites === 'all' || entry.processes === true) return undefined;
+  const lane = currentLane(env);
+  if (lane === 'family') {
+    return entry.leadsFamily === true
+      ? undefined
+      : {
+          skipped:
+            "in the family lane worker processes run on each driver family's own adapter (leadsFamily in test-kit/src/matrix.ts)",
+        };
+  }
+  if (lane !== 'ci' || entry.suites === 'all' || entry.processes === true) return undefined;
   return {
     skipped: "worker processes run on this adapter's whole-kit rows in the ci lane (test-kit/src/matrix.ts)",
   };

@@ -50,6 +50,25 @@ describe('the test matrix (no axis of coverage dropped)', () => {
     });
   }
 
+  it('in the family lane, one row per driver family across the adapters runs the worker processes', async () => {
+    const leads = new Map<string, string[]>();
+    const families = new Set<string>();
+    for (const adapter of adapters) {
+      const { matrix } = (await import(`../../${adapter}/test/matrix.ts`)) as {
+        matrix: Record<string, MatrixEntry>;
+      };
+      for (const [key, row] of Object.entries(matrix)) {
+        if (row.family !== undefined) families.add(row.family);
+        if (row.leadsFamily) {
+          expect(row.family, `${adapter}: matrix.${key} leads no family`).toBeDefined();
+          leads.set(row.family as string, [...(leads.get(row.family as string) ?? []), `${adapter}.${key}`]);
+        }
+      }
+    }
+    expect([...leads.keys()].sort()).toEqual([...families].sort());
+    for (const [family, rows] of leads) expect(rows, family).toHaveLength(1);
+  });
+
   it('the whole kit runs through PgBouncer at least once', async () => {
     const { matrix } = (await import('../../pg/test/matrix.ts')) as { matrix: Record<string, MatrixEntry> };
     expect(Object.values(matrix).some((row) => row.viaPgBouncer && row.suites === 'all')).toBe(true);
@@ -96,8 +115,11 @@ describe('lanes and filters', () => {
     expect(processesElsewhere(pooled, {})).toBeUndefined();
     expect(processesElsewhere(secondary, {})?.skipped).toMatch(/whole-kit rows/);
     expect(processesElsewhere({ ...secondary, processes: true }, {})).toBeUndefined();
-    for (const lane of ['all', 'family', 'fast'])
+    for (const lane of ['all', 'fast'])
       expect(processesElsewhere(secondary, { PGLOCK_LANE: lane })).toBeUndefined();
+    // The family lane: only the row that leads its driver family, whatever its suites.
+    expect(processesElsewhere(primary, { PGLOCK_LANE: 'family' })?.skipped).toMatch(/leadsFamily/);
+    expect(processesElsewhere({ ...primary, leadsFamily: true }, { PGLOCK_LANE: 'family' })).toBeUndefined();
     expect(processesElsewhere(secondary, { PGLOCK_HARNESSES: 'pg-client' })).toBeUndefined();
   });
 });
