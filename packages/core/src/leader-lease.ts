@@ -148,11 +148,11 @@ export class Lease {
     return () => clearTimeout(timer);
   }
 
-  /** The reason a term ends with when its lease ran out. */
-  lostError(): LockLostError {
+  /** The reason a term ends with when its lease ran out (`key`: the term's, on a shared connection). */
+  lostError(key: BigintLockKey = this.#key): LockLostError {
     return new LockLostError(
-      `${this.#verb} ${formatLockKey(this.#key)}: the lease of ${this.#effectiveMs} ms ran out (no statement on the leader's connection was answered in time; the process may have been frozen). The server ends that session by then, and a standby may be elected.`,
-      { keys: [this.#key] },
+      `${this.#verb} ${formatLockKey(key)}: the lease of ${this.#effectiveMs} ms ran out (no statement on the leader's connection was answered in time; the process may have been frozen). The server ends that session by then, and a standby may be elected.`,
+      { keys: [key] },
     );
   }
 

@@ -1,5 +1,6 @@
 import { onAbort } from './abort-listeners.ts';
 import { InvalidLockOptionsError, LockUsageError } from './errors.ts';
+import { type LeaderHub, leaderHub } from './leader-hub.ts';
 import { checkIdentity, electTerm } from './leader-identity.ts';
 import { Lease, leaseTiming } from './leader-lease.ts';
 import type { BigintLockKey, LockKey } from './lock-key.ts';
@@ -83,8 +84,13 @@ export interface LeaderOptions {
 }
 
 /**
- * A running campaign for leadership of one name. It campaigns until `stop()`: while another process
- * leads, it waits for the lock on the server (no polling), on a connection of its own.
+ * A running campaign for leadership of one name. It campaigns until `stop()`. The leaders of one
+ * process share connections: a term is held on a connection shared with the process's other leaders
+ * of the same database (and lease timing), or on the one it waited on. While another process leads,
+ * the first two standbys of a process wait for the lock on the server, each on a connection of its
+ * own; further standbys try their lock on the shared connection every 200 ms (at once when a leader
+ * of the same process releases it). So a process uses at most 3 connections for its leaders,
+ * whatever the number of names.
  */
 export interface LeaderCampaign extends AsyncDisposable {
   readonly key: LockKey;
@@ -171,7 +177,12 @@ class Campaign implements LeaderCampaign {
   readonly #onElected: LeaderOptions['onElected'];
   readonly #onError: LeaderOptions['onError'];
   readonly #retryMs: number;
+  /** The lease of a term on a connection of its own. */
   readonly #lease: Lease;
+  /** The leaders of this database that share connections with this one. */
+  readonly #hub: LeaderHub;
+  /** The lease the current term ends by: its own connection's, or the hub's shared one. */
+  #termLease: Lease | undefined;
   readonly #verb: string;
   readonly #stop = new AbortController();
   readonly #done: Promise<void>;
@@ -195,6 +206,12 @@ class Campaign implements LeaderCampaign {
     this.key = key;
     this.identity = identity;
     this.#lease = new Lease(key, leaseMs, verb, (error) => this.#report(error));
+    this.#hub = leaderHub(
+      scope.port,
+      scope.db,
+      { leaseMs, heartbeatMs: scope.defaults.heartbeatMs ?? leaseMs / 3 },
+      verb,
+    );
     this.#scope = scope;
     this.#onElected = options.onElected;
     this.#onError = options.onError;
@@ -206,7 +223,7 @@ class Campaign implements LeaderCampaign {
 
   get isLeader(): boolean {
     // Read from the lease's deadline too: a process frozen past it says false before its timer runs.
-    return this.#term !== undefined && !this.#term.signal.aborted && !this.#lease.expired();
+    return this.#term !== undefined && !this.#term.signal.aborted && !(this.#termLease?.expired() ?? true);
   }
 
   get term(): number | undefined {
@@ -234,34 +251,70 @@ class Campaign implements LeaderCampaign {
 
   async #campaign(): Promise<void> {
     const stopped = this.#stop.signal;
-    let failures = 0;
-    while (!stopped.aborted) {
+    const leave = this.#hub.register((error) => this.#report(error));
+    try {
+      let failures = 0;
+      while (!stopped.aborted) {
+        let won: { lock: SessionLock; term: number; lease: Lease; dedicated: boolean } | undefined;
+        try {
+          won = await this.#win(stopped);
+        } catch (error) {
+          if (stopped.aborted) break;
+          this.#report(error);
+          // A pooler that cannot hold session locks, or a handle that cannot pin: the same every time.
+          if (LockUsageError.is(error)) break;
+          failures++;
+          await sleep(backoff(this.#retryMs, failures), stopped);
+          continue;
+        }
+        if (won === undefined) break;
+        failures = 0;
+        const end = await this.#lead(won.lock, won.term, won.lease);
+        if (won.dedicated) this.#hub.freeDedicated(this.key);
+        if (end === 'failed') failures++;
+        await sleep(end === 'failed' ? backoff(this.#retryMs, failures) : this.#retryMs, stopped);
+      }
+    } finally {
+      // The last campaign of the hub gives its shared connection back before stop() resolves.
+      await leave();
+    }
+  }
+
+  /**
+   * Wins the lock (undefined once stopped): on the hub's shared connection when it is free; else
+   * waiting on the server on a connection of its own while the hub has such a wait to give; else
+   * polled on the shared connection (leader-hub.ts).
+   */
+  async #win(
+    stopped: AbortSignal,
+  ): Promise<{ lock: SessionLock; term: number; lease: Lease; dedicated: boolean } | undefined> {
+    const elect = (connection: PortConnection) => this.#elect(connection);
+    const shared = await this.#hub.claim(this.key, elect, stopped);
+    if (shared !== undefined)
+      return { lock: shared, term: shared.term, lease: this.#hub.lease(this.key), dedicated: false };
+    if (stopped.aborted) return undefined;
+    if (this.#hub.reserveDedicated()) {
       let term = 0;
-      let lock: SessionLock;
       try {
         // The wait has no limit (the session's statement_timeout and lock_timeout are lifted for it)
         // and only stop() ends it; the term is written on the connection that holds the lock,
         // before the handle (and its heartbeat) exists.
-        lock = (await takeSessionLock(this.#scope, this.key, { signal: stopped }, false, this.#verb, {
+        const lock = (await takeSessionLock(this.#scope, this.key, { signal: stopped }, false, this.#verb, {
           arm: (connection, alive) => this.#lease.arm(connection, alive),
           onHeld: async (connection) => {
             term = await this.#elect(connection);
           },
         })) as SessionLock;
+        return { lock, term, lease: this.#lease, dedicated: true };
       } catch (error) {
-        if (stopped.aborted) break;
-        this.#report(error);
-        // A pooler that cannot hold session locks, or a handle that cannot pin: the same every time.
-        if (LockUsageError.is(error)) break;
-        failures++;
-        await sleep(backoff(this.#retryMs, failures), stopped);
-        continue;
+        this.#hub.freeDedicated(this.key);
+        throw error;
       }
-      failures = 0;
-      const end = await this.#lead(lock, term);
-      if (end === 'failed') failures++;
-      await sleep(end === 'failed' ? backoff(this.#retryMs, failures) : this.#retryMs, stopped);
     }
+    const polled = await this.#hub.wait(this.key, elect, stopped);
+    return polled === undefined
+      ? undefined
+      : { lock: polled, term: polled.term, lease: this.#hub.lease(this.key), dedicated: false };
   }
 
   #elect(connection: PortConnection): Promise<number> {
@@ -273,9 +326,10 @@ class Campaign implements LeaderCampaign {
   }
 
   /** One term: from election until the lock is lost, the callback throws, or stop(). */
-  async #lead(lock: SessionLock, term: number): Promise<TermEnd> {
+  async #lead(lock: SessionLock, term: number, lease: Lease): Promise<TermEnd> {
     const controller = new AbortController();
     this.#term = controller;
+    this.#termLease = lease;
     this.#termNumber = term;
     let end: TermEnd | undefined;
     let settle!: () => void;
@@ -293,7 +347,7 @@ class Campaign implements LeaderCampaign {
     const unsubscribe = [
       whenAborted(lock.signal, () => finish('lost', lock.signal.reason)),
       whenAborted(this.#stop.signal, () => finish('stopped')),
-      this.#lease.watch(() => finish('lost', this.#lease.lostError())),
+      lease.watch(() => finish('lost', lease.lostError(this.key))),
     ];
     let resign!: () => void;
     const resigned = new Promise<void>((resolve) => {

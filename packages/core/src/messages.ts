@@ -1,4 +1,10 @@
-import { LockAbortedError, LockNotAcquiredError, LockQueryError, LockUsageError } from './errors.ts';
+import {
+  LockAbortedError,
+  LockLostError,
+  LockNotAcquiredError,
+  LockQueryError,
+  LockUsageError,
+} from './errors.ts';
 import { formatLockKey, type LockKey } from './lock-key.ts';
 import type { LockRequest } from './lock-options.ts';
 
@@ -83,4 +89,23 @@ export function heldBySessionError(request: LockRequest, verb: string, key: Lock
     `${verb}: the lock ${formatLockKey(key)} is held by the running withSessionLock callback's session; this call would wait on another connection for that session, which never ends while the callback waits. The callback already holds it: do the work without a second lock, or pass every key to one call.`,
     { keys: request.keys },
   );
+}
+
+/**
+ * What a held session lock's `signal` aborts with once it is lost (its connection died, a heartbeat
+ * went unanswered, its backend no longer holds it): `cause` is why.
+ *
+ * @example
+ * ```ts
+ * import { sessionLostError } from './messages.ts';
+ *
+ * controller.abort(sessionLostError(request, new Error('backend 42 no longer holds it')));
+ * ```
+ */
+export function sessionLostError(request: Pick<LockRequest, 'keys'>, cause: unknown): LockLostError {
+  const detail = cause instanceof Error ? cause.message : String(cause);
+  return new LockLostError(`The session ${describeKeys(request)} was lost: ${detail}.`, {
+    keys: request.keys,
+    cause,
+  });
 }

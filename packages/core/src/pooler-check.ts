@@ -2,9 +2,10 @@ import { LockUsageError } from './errors.ts';
 import type { LockRequest } from './lock-options.ts';
 import type { ControlConnection, LockPort, PinnedConnection } from './lock-port.ts';
 import { backendPidStatement, sessionUnlockStatements } from './lock-statements.ts';
-import { describeKeys } from './messages.ts';
+import { describeKeys, queryFailed } from './messages.ts';
 import { cell } from './row-cell.ts';
 import { within } from './run-cancellable.ts';
+import { asError } from './session-held.ts';
 
 // The pooler check: a session lock is refused on a connection whose statements may run on
 // changing server backends (a transaction-mode pooler).
@@ -91,4 +92,38 @@ export async function refuseSession(
           : 'The connection was closed, which releases the lock.'),
     { keys: request.keys },
   );
+}
+
+/**
+ * The backend pid of a connection pinned for a session lock, checked by {@link assertStableBackend}
+ * before any lock is taken on it. When that fails, the connection is given back (`'dead'` once
+ * `died()` says its driver saw it end, else `'unknown'`) and the error is a LockQueryError; a
+ * refused pooler is its own LockUsageError, the refusal having closed the connection already.
+ *
+ * @example
+ * ```ts
+ * import { pinnedBackend } from './pooler-check.ts';
+ *
+ * const pid = await pinnedBackend(port, db, pinned, request, 'acquireSessionLock', () => died !== undefined);
+ * ```
+ */
+export async function pinnedBackend<Db>(
+  port: LockPort<Db, unknown>,
+  db: Db,
+  pinned: PinnedConnection,
+  request: LockRequest,
+  verb: string,
+  died: () => boolean,
+): Promise<number> {
+  try {
+    const [row] = await pinned.query(backendPidStatement);
+    const pid = Number(cell(row ?? {}, 'pid'));
+    if (!Number.isInteger(pid)) throw new Error('pg_backend_pid() gave no pid');
+    await assertStableBackend(port, db, pinned, pid, request, verb, false);
+    return pid;
+  } catch (error) {
+    if (LockUsageError.is(error)) throw error;
+    await Promise.resolve(pinned.release(died() ? 'dead' : 'unknown', asError(error))).catch(() => undefined);
+    throw queryFailed(request, verb, 'checking', error);
+  }
 }

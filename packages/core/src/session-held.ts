@@ -3,9 +3,9 @@ import type { Trace } from './diagnostics.ts';
 import { LockLostError } from './errors.ts';
 import type { LockKey } from './lock-key.ts';
 import type { LockRequest } from './lock-options.ts';
-import type { LockPort, PinnedConnection } from './lock-port.ts';
+import type { LockPort, PinnedConnection, PortConnection } from './lock-port.ts';
 import { releaseStatements } from './lock-statements.ts';
-import { describeKeys, queryFailed } from './messages.ts';
+import { describeKeys, queryFailed, sessionLostError } from './messages.ts';
 import { currentContext, type LockContext } from './nesting.ts';
 import { cell } from './row-cell.ts';
 import { within } from './run-cancellable.ts';
@@ -22,8 +22,9 @@ export function asError(value: unknown): Error {
   return value instanceof Error ? value : new Error(String(value));
 }
 
-// Module-private: the method is not part of the handle apps get.
-const callbackContext = Symbol('pglock.sessionCallbackContext');
+// Core-private (never exported from a package entry): the method is not part of the handle apps get.
+// A dedicated session lock and a leader's term on a shared connection (hub-term.ts) both have it.
+export const callbackContext: unique symbol = Symbol('pglock.sessionCallbackContext');
 
 export class HeldSessionLock implements SessionLock {
   readonly keys: readonly LockKey[];
@@ -84,20 +85,7 @@ export class HeldSessionLock implements SessionLock {
 
   /** The lock context of a `withSessionLock` callback: what this session holds, on which database. */
   [callbackContext](): LockContext {
-    return {
-      root: this.#db as object,
-      tx: undefined,
-      connection: this.#pinned,
-      depth: 0,
-      parent: currentContext(),
-      nested: undefined,
-      open: true,
-      activity: 0,
-      lost: undefined,
-      request: this.#request,
-      verb: undefined,
-      session: { keys: this.keys, shared: this.#request.shared },
-    };
+    return sessionCallbackContext(this.#db as object, this.#pinned, this.#request);
   }
 
   get signal(): AbortSignal {
@@ -152,13 +140,7 @@ export class HeldSessionLock implements SessionLock {
   lose(cause: unknown, state: 'unknown' | 'dead'): void {
     if (this.#controller.signal.aborted || this.#released !== undefined) return;
     clearInterval(this.#timer);
-    const detail = cause instanceof Error ? cause.message : String(cause);
-    this.#controller.abort(
-      new LockLostError(`The session ${describeKeys(this.#request)} was lost: ${detail}.`, {
-        keys: this.keys,
-        cause,
-      }),
-    );
+    this.#controller.abort(sessionLostError(this.#request, cause));
     this.#trace.lost(this.#controller.signal.reason);
     this.#closing = this.#close(state, asError(cause));
   }
@@ -219,7 +201,41 @@ export class HeldSessionLock implements SessionLock {
  * which would wait for this very session, is refused. `undefined` for a handle core did not make.
  */
 export function sessionContext(handle: SessionLock, term?: object): LockContext | undefined {
-  if (!(handle instanceof HeldSessionLock)) return undefined;
-  const context = handle[callbackContext]();
+  const make = (handle as Partial<Record<typeof callbackContext, () => LockContext>>)[callbackContext];
+  if (typeof make !== 'function') return undefined;
+  const context = make.call(handle);
   return term === undefined ? context : { ...context, term };
+}
+
+/**
+ * The lock context of a callback run under a session lock on `connection` (a
+ * `withSessionLock` callback, a leader's `onElected`): not a transaction to nest in, but what the
+ * session holds on `db`, so a lock call there for one of those keys is refused.
+ *
+ * @example
+ * ```ts
+ * import { sessionCallbackContext } from './session-held.ts';
+ *
+ * const context = sessionCallbackContext(pool, pinned, request);
+ * ```
+ */
+export function sessionCallbackContext(
+  db: object,
+  connection: PortConnection,
+  request: LockRequest,
+): LockContext {
+  return {
+    root: db,
+    tx: undefined,
+    connection,
+    depth: 0,
+    parent: currentContext(),
+    nested: undefined,
+    open: true,
+    activity: 0,
+    lost: undefined,
+    request,
+    verb: undefined,
+    session: { keys: request.keys, shared: request.shared },
+  };
 }

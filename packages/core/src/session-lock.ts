@@ -6,11 +6,10 @@ import { LockLostError, LockUsageError } from './errors.ts';
 import type { LockKey } from './lock-key.ts';
 import { checkDuration, type LockOptions, type LockTarget, lockRequest } from './lock-options.ts';
 import type { LockPort, PinnedConnection, PortConnection } from './lock-port.ts';
-import { backendPidStatement } from './lock-statements.ts';
 import { abortedError, describeKeys, heldBySessionError, notAcquiredError, queryFailed } from './messages.ts';
 import { contextFor, heldBySession, runInContext } from './nesting.ts';
 import { SESSION_LOCK_OPTION_KEYS } from './option-keys.ts';
-import { assertStableBackend, CHANGING_BACKENDS, refuseSession } from './pooler-check.ts';
+import { CHANGING_BACKENDS, pinnedBackend, refuseSession } from './pooler-check.ts';
 import { cell } from './row-cell.ts';
 import { asError, HeldSessionLock, sessionContext } from './session-held.ts';
 import { startBound } from './start-bound.ts';
@@ -155,17 +154,7 @@ export async function takeSessionLock<Db>(
   // instances trying at once" test): through a transaction-mode pooler the unlock of a lock refused
   // after it was taken can land on another server backend, leaving the lock held on a pooled server
   // connection that no client owns.
-  let pid: number;
-  try {
-    const [row] = await pinned.query(backendPidStatement);
-    pid = Number(cell(row ?? {}, 'pid'));
-    if (!Number.isInteger(pid)) throw new Error('pg_backend_pid() gave no pid');
-    await assertStableBackend(port, db, pinned, pid, request, verb, false);
-  } catch (error) {
-    if (LockUsageError.is(error)) throw error;
-    await pinned.release(died !== undefined ? 'dead' : 'unknown', asError(error));
-    throw queryFailed(request, verb, 'checking', error);
-  }
+  const pid = await pinnedBackend(port, db, pinned, request, verb, () => died !== undefined);
   if (campaign?.arm !== undefined) {
     try {
       const alive = () =>

@@ -69,6 +69,9 @@ function setupOver(
   };
 }
 
+/** The control instance's pool: two connections, as the README advises. */
+const CONTROL_POOL = 2;
+
 /**
  * A harness over one driver. `control: true` gives the factory a second instance on the same URL (a
  * pool of two of its own) for cancels, pooler checks and heartbeats, as the README advises where a
@@ -83,14 +86,14 @@ function kyselyHarness(
 ) {
   return defineHarness<Transaction<unknown>>({
     name,
-    capabilities: { ...capabilities, ...own },
+    capabilities: { ...capabilities, ...(control ? { sideConnections: CONTROL_POOL } : {}), ...own },
     package: adapterPackage,
     moduleUrl: import.meta.url,
     exportName,
     async open(url, { max }) {
       const opened = open(url, max);
       if (!control) return setupOver(opened, opened.close);
-      const other = open(url, 2);
+      const other = open(url, CONTROL_POOL);
       const close = async () => {
         await opened.close();
         await other.close();

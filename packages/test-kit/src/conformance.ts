@@ -2,6 +2,7 @@ import { describe } from 'vitest';
 import { type ProcessesElsewhere, useSuiteContext } from './context.ts';
 import type { AdapterHarness } from './harness.ts';
 import { abortSuite } from './suites/abort.ts';
+import { connectionEconomySuite } from './suites/connection-economy.ts';
 import { diagnosticsSuite } from './suites/diagnostics.ts';
 import { exclusionSuite } from './suites/exclusion.ts';
 import { exportsSuite } from './suites/exports.ts';
@@ -46,6 +47,7 @@ export const suites = {
   leaderObservers: leaderObserversSuite,
   runLimits: runLimitsSuite,
   leaderLease: leaderLeaseSuite,
+  connectionEconomy: connectionEconomySuite,
   verbs: verbsSuite,
   exports: exportsSuite,
 } as const;

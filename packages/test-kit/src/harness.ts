@@ -61,6 +61,12 @@ export interface Capabilities {
    */
   readonly concurrentCalls?: boolean | undefined;
   /**
+   * Connections of a pool of its own beside the instance's database that the harness gives the
+   * adapter (Kysely's `control` instance, a pool of two): a fixed cost of the process, whatever the
+   * number of locks, which the connection-economy suite allows on top of its bound. Default 0.
+   */
+  readonly sideConnections?: number | undefined;
+  /**
    * The `transaction: { … }` settings the adapter applies (its port's `transactionSettings`); the
    * transaction-settings suite checks each and expects the others refused. Default: `isolationLevel`.
    */

@@ -49,4 +49,23 @@ export const leaderScenarios: Record<
     await client.end();
     say({ event: 'stopped' });
   },
+  /**
+   * Campaigns for every name of `names` with `identity` (a fleet of jobs in one process); says
+   * `campaigning` once all started, then `elected` per term (`name`, `term`, `at`: `Date.now()`),
+   * and `error` for what onError gets. Runs until killed.
+   */
+  async campaigns(instance, args, say) {
+    const { names, identity } = args as { names: string[]; identity: string };
+    const start = instance.locks.leader;
+    if (start === undefined) throw new Error('the adapter has no leader');
+    for (const name of names) {
+      start(name, {
+        identity,
+        onElected: ({ term }) => say({ event: 'elected', name, term, at: Date.now() }),
+        onError: (error) => say({ event: 'error', error: String(error) }),
+      });
+    }
+    say({ event: 'campaigning' });
+    await new Promise(() => undefined);
+  },
 };

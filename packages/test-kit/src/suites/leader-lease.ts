@@ -10,7 +10,6 @@ import { Child, processTestTimeout } from '../child.ts';
 import {
   deferred,
   firstReason,
-  missing,
   type SuiteContext,
   serverMajor,
   settlesWithin,
@@ -19,6 +18,7 @@ import {
 } from '../context.ts';
 import type { AdapterInstance } from '../harness.ts';
 import { startTcpProxy } from '../tcp-proxy.ts';
+import { noLeaderReason } from './leader-helpers.ts';
 
 // Serialises creating pglock_jobs with the scheduling suite's set-up in parallel test files.
 const SETUP_KEY = '8120031911';
@@ -53,12 +53,7 @@ export function leaderLeaseSuite(ctx: SuiteContext): void {
 
 function leaseTests(ctx: SuiteContext): void {
   const { capabilities } = ctx.harness;
-  const noSession = firstReason(
-    missing(capabilities, 'session', 'the adapter has no session locks, so no leader'),
-    ctx.viaPooler
-      ? 'a transaction-mode pooler cannot hold session locks (the scheduling suite checks the refusal)'
-      : undefined,
-  );
+  const noSession = noLeaderReason(ctx);
   const noProcesses = firstReason(noSession, ctx.noProcesses);
   let major = 0;
 

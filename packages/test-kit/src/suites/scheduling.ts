@@ -1050,7 +1050,7 @@ function schedulingTests(ctx: SuiteContext): void {
       });
       await ctx.backdoor.waitFor('the error', async () => errors.length === 1);
       await campaign.stop();
-      expect(LockUsageError.is(errors[0])).toBe(true);
+      expect(LockUsageError.is(errors[0]), String(errors[0])).toBe(true);
       expect((errors[0] as Error).message).toMatch(/transaction-mode pooler/);
       expect(campaign.isLeader).toBe(false);
     });
