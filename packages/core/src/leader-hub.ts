@@ -421,10 +421,11 @@ export class LeaderHub implements TermOwner {
         (statement) => this.#port.query(this.#db, statement),
         this.#oldestSince(connection),
       );
-      for (const term of terms) {
-        if (held.has(tagOf(term.key)) || term.releasing) continue;
-        this.#terms.delete(term.key.value);
-        term.lose(new Error(`backend ${connection.pid} no longer holds it`));
+      // A lock of its own that the backend no longer holds means the backend ended (nothing else
+      // unlocks another session's lock): the connection is dead, and nothing more is sent on it
+      // (postgres.js would throw from a timer on a write to it, porsager/postgres#1208).
+      if (terms.some((term) => !held.has(tagOf(term.key)) && !term.releasing)) {
+        connection.fail(new Error(`backend ${connection.pid} no longer holds its locks`), 'dead');
       }
     } catch (error) {
       connection.fail(asError(error), 'unknown');
@@ -472,7 +473,11 @@ export class LeaderHub implements TermOwner {
             (statement) => this.#port.query(this.#db, statement),
             this.#oldestSince(connection),
           );
-          if (!held.has(tagOf(term.key))) throw new Error(`backend ${connection.pid} no longer holds it`);
+          if (!held.has(tagOf(term.key))) {
+            const gone = new Error(`backend ${connection.pid} no longer holds it`);
+            connection.fail(gone, 'dead');
+            throw gone;
+          }
         }
         this.#terms.delete(term.key.value);
         rows = await connection.run(unlockKeyStatement(term.key, this.#oldestSince(connection)));
