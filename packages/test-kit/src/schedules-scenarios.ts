@@ -13,6 +13,19 @@ export const scheduleRowsDdl = (table: string) =>
     period_end timestamptz NOT NULL, missed int NOT NULL, at_now timestamptz NOT NULL,
     started timestamptz NOT NULL, ended timestamptz)`;
 
+/**
+ * One `runOnce` call of a scheduleLoop worker: the period it answered for (epoch ms of its start),
+ * `'ran'` or the reason it did not, when the call started and resolved (`Date.now()`, one clock for
+ * every process of the machine) and the worker's pid.
+ */
+export interface ScheduleCall {
+  readonly period: number;
+  readonly outcome: string;
+  readonly at: number;
+  readonly until: number;
+  readonly worker: number;
+}
+
 /** Scenario name → what the worker runs. */
 export const schedulesScenarios: Record<
   string,
@@ -23,7 +36,7 @@ export const schedulesScenarios: Record<
    * every `tickMs[0]`–`tickMs[1]` ms for `ms`; each run records its period, `missed`, the
    * transaction's `now()` and when it started and ended (server clock) in `<table>_rows`. With
    * `overrunMs`, the fleet's first run lasts until `overrunMs` after its period's end. Reports each
-   * call's outcome with the period it answered for.
+   * call ({@link ScheduleCall}): the period it answered for, its outcome, when it started and ended.
    */
   async scheduleLoop(instance, args, say) {
     const { key, gate, table, options, ms, tickMs, overrunMs } = args as {
@@ -35,11 +48,12 @@ export const schedulesScenarios: Record<
       tickMs: [number, number];
       overrunMs?: number;
     };
-    const calls: [number, string][] = [];
+    const calls: ScheduleCall[] = [];
     say({ event: 'ready' });
     await instance.withLock(gate, async () => undefined, { shared: true });
     const until = Date.now() + ms;
     while (Date.now() < until) {
+      const at = Date.now();
       const result = await instance.locks.runOnce(key, options, async (tx, { period, missed }) => {
         const sql = instance.sqlOn(tx);
         const [row] = await sql(
@@ -54,7 +68,13 @@ export const schedulesScenarios: Record<
         }
         await sql(`UPDATE ${table}_rows SET ended = clock_timestamp() WHERE id = $1::int`, [row?.id]);
       });
-      calls.push([result.period.start.getTime(), result.ran ? 'ran' : result.reason]);
+      calls.push({
+        period: result.period.start.getTime(),
+        outcome: result.ran ? 'ran' : result.reason,
+        at,
+        until: Date.now(),
+        worker: process.pid,
+      });
       await sleep(tickMs[0] + Math.random() * (tickMs[1] - tickMs[0]));
     }
     say({ event: 'done', calls });

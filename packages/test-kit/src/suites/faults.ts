@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { Child, processTestTimeout } from '../child.ts';
-import { missing, pidOf, type SuiteContext } from '../context.ts';
+import { pidOf, type SuiteContext } from '../context.ts';
 
 /** A holder that dies without releasing. */
 export function faultsSuite(ctx: SuiteContext): void {
