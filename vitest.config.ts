@@ -1,6 +1,7 @@
 import { existsSync, readdirSync } from 'node:fs';
 import { defineConfig } from 'vitest/config';
 import { currentLane } from './packages/test-kit/src/lanes.ts';
+import { LongestFirstSequencer } from './packages/test-kit/src/longest-first-sequencer.ts';
 
 // CI sets PGLOCK_TEST_REPORT to a file path to get a JSON report beside the usual output (`pnpm test`
 // stays the one test command; pnpm would take a `--reporter` flag for itself).
@@ -37,6 +38,8 @@ export default defineConfig({
   test: {
     projects,
     maxWorkers: workers,
+    // Longest files first, across projects (vitest's order groups a project's files, by name).
+    sequence: { sequencer: LongestFirstSequencer },
     globalSetup: ['./packages/test-kit/src/global-setup.ts'],
     reporters: report ? ['default', ['json', { outputFile: report }]] : ['default'],
   },

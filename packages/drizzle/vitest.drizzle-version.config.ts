@@ -21,7 +21,7 @@ export default defineConfig({
   test: {
     name: `drizzle-orm-${process.env.PGLOCK_DRIZZLE_VERSION ?? 'version'}`,
     root: here('.'),
-    include: ['test/drizzle.test.ts', 'test/migrate-with-lock.test.ts', 'test/versions.kversion.ts'],
+    include: ['test/drizzle.test.ts', 'test/migrate-with-lock.test.ts', 'test/*.kversion.ts'],
     typecheck: { enabled: true, include: ['test/types.test-d.ts'], tsconfig: join(root, 'tsconfig.json') },
     globalSetup: [here('../test-kit/src/global-setup.ts')],
     // As the root config: the files wait on the server more than they compute.

@@ -77,12 +77,14 @@ export function instrumentPglock(options: PglockInstrumentationOptions = {}): ()
   });
   const maxOpen = options.maxOpenSpans ?? 10_000;
   const open = new Map<number, Span>();
+  // When each open span's lock was granted (or refused), epoch ms: it ends that plus the hold.
+  const grantedAt = new WeakMap<Span, number>();
   const metricAttributes = (event: LockEventBase, extra: Attributes): Attributes => {
     const { 'pglock.key': _key, 'pglock.key_count': _count, ...rest } = eventAttributes(event);
     if (!options.nameInMetrics) delete rest['pglock.name'];
     return { ...rest, ...extra };
   };
-  const finish = (id: number, outcome: string, error?: unknown, failed = false) => {
+  const finish = (id: number, outcome: string, error?: unknown, failed = false, heldMs?: number) => {
     const span = open.get(id);
     if (!span) return;
     open.delete(id);
@@ -94,21 +96,31 @@ export function instrumentPglock(options: PglockInstrumentationOptions = {}): ()
         message: error instanceof Error ? error.message : outcome,
       });
     }
-    span.end();
+    // Ended at the grant plus the hold core measured, so that its duration is exactly the wait and
+    // hold it reports (the SDK would end it on its own clock a little later); a span whose release
+    // was not observed ends now.
+    const granted = grantedAt.get(span);
+    span.end(granted === undefined || heldMs === undefined ? Date.now() : granted + heldMs);
   };
 
   // The span is started when the wait ends, back-dated by the wait that core measured: its clock
   // starts when the call begins (before a pooled connection is checked out), before `requested`.
-  const start = (event: LockAcquiredEvent | LockNotAcquiredEvent): Span =>
-    tracer.startSpan(
+  // Epoch ms from Date.now(), the clock the SDK times other spans with: performance.timeOrigin +
+  // performance.now() drifts from it by milliseconds in a long-lived process.
+  const start = (event: LockAcquiredEvent | LockNotAcquiredEvent): Span => {
+    const granted = Date.now();
+    const span = tracer.startSpan(
       'pglock.lock',
       {
         attributes: { ...eventAttributes(event), 'pglock.wait_ms': event.waitMs },
-        startTime: performance.timeOrigin + performance.now() - event.waitMs,
+        startTime: granted - event.waitMs,
       },
       // Publishing is synchronous, so this is the caller's context and the span nests under its request.
       context.active(),
     );
+    grantedAt.set(span, granted);
+    return span;
+  };
   const handlers: Record<string, (message: unknown) => void> = {
     [lockChannels.acquired]: (message) => {
       const event = message as LockAcquiredEvent;
@@ -128,19 +140,19 @@ export function instrumentPglock(options: PglockInstrumentationOptions = {}): ()
       open.set(event.id, start(event));
       // Busy and timed out are answers, not faults; the others are errors of the call.
       const failed = event.reason === 'error' || event.reason === 'deadlock';
-      finish(event.id, event.reason, event.error, failed);
+      finish(event.id, event.reason, event.error, failed, 0);
     },
     [lockChannels.released]: (message) => {
       const event = message as LockReleasedEvent;
       holdDuration.record(event.heldMs, metricAttributes(event, { 'pglock.outcome': 'released' }));
       open.get(event.id)?.setAttribute('pglock.hold_ms', event.heldMs);
-      finish(event.id, 'released');
+      finish(event.id, 'released', undefined, false, event.heldMs);
     },
     [lockChannels.lost]: (message) => {
       const event = message as LockLostEvent;
       holdDuration.record(event.heldMs, metricAttributes(event, { 'pglock.outcome': 'lost' }));
       open.get(event.id)?.setAttribute('pglock.hold_ms', event.heldMs);
-      finish(event.id, 'lost', event.error, true);
+      finish(event.id, 'lost', event.error, true, event.heldMs);
     },
   };
   for (const [channel, handler] of Object.entries(handlers)) subscribe(channel, handler);
