@@ -10,7 +10,7 @@ const workerPath = fileURLToPath(new URL('./worker.ts', import.meta.url));
  * fails: only a broken machine reaches it. Everything after that is budgeted from the start-up the
  * worker measured ({@link Child.budget}), so a loaded machine gets more time and a hang still fails.
  */
-const startupCapMs = 180_000;
+export const startupCapMs = 180_000;
 
 /**
  * How many start-ups' worth of time a scenario gets on top of its own estimate. Starting a worker

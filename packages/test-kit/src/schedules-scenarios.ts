@@ -2,6 +2,7 @@
 // of worker.ts so that it only dispatches to them.
 import type { RunOnceOptions } from '@pglock/core';
 import type { AdapterInstance } from './harness.ts';
+import { passGate } from './start-gate.ts';
 
 type Say = (event: Record<string, unknown>) => void;
 
@@ -50,7 +51,7 @@ export const schedulesScenarios: Record<
     };
     const calls: ScheduleCall[] = [];
     say({ event: 'ready' });
-    await instance.withLock(gate, async () => undefined, { shared: true });
+    await passGate(instance, gate);
     const until = Date.now() + ms;
     while (Date.now() < until) {
       const at = Date.now();

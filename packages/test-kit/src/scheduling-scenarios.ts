@@ -1,6 +1,7 @@
 // The worker scenarios of the scheduling suite (runOnce from several processes), kept out of
 // worker.ts so that it only dispatches to them.
 import type { AdapterInstance } from './harness.ts';
+import { passGate } from './start-gate.ts';
 
 type Say = (event: Record<string, unknown>) => void;
 
@@ -27,7 +28,7 @@ export const schedulingScenarios: Record<
     const counts = { ran: 0, done: 0, busy: 0, 'too-soon': 0, failed: 0 };
     const periods = new Set<number>();
     say({ event: 'ready' });
-    await instance.withLock(gate, async () => undefined, { shared: true });
+    await passGate(instance, gate);
     const until = Date.now() + ms;
     while (Date.now() < until) {
       const result = await instance.locks.runOnce(key, { per }, async (tx, { period }) => {
