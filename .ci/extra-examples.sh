@@ -23,7 +23,9 @@ export npm_config_cache="$work/npm-cache" npm_config_update_notifier=false npm_c
 mapfile -t published < <(node scripts/packages.mjs)
 started=$SECONDS
 echo "[0 s] build"
-pnpm --filter "./packages/{$(IFS=,; echo "${published[*]}")}" build >"$work/build.log" 2>&1 || { cat "$work/build.log"; exit 1; }
+# Through turbo, as .ci/extra-consumers.sh: after .ci/run's check:packages step this is a cache hit
+# (29 s of tsdown when run directly).
+pnpm build >"$work/build.log" 2>&1 || { cat "$work/build.log"; exit 1; }
 echo "[$((SECONDS - started)) s] pack"
 mkdir -p "$work/tarballs"
 for name in "${published[@]}"; do

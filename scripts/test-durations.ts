@@ -31,6 +31,10 @@ for (const report of reports) {
 const sorted = Object.fromEntries(Object.entries(files).sort(([, a], [, b]) => b - a));
 const target = new URL('../packages/test-kit/test-durations.json', import.meta.url);
 const previous = existsSync(target) ? JSON.parse(readFileSync(target, 'utf8')) : {};
-const about = 'seconds per test file in each lane, longest first: pnpm test:durations -- --lane <lane> <report.json>';
-writeFileSync(target, `${JSON.stringify({ about, lanes: { ...previous.lanes, [lane]: sorted } }, null, 2)}\n`);
+const about =
+  'seconds per test file in each lane, longest first: pnpm test:durations -- --lane <lane> <report.json>';
+writeFileSync(
+  target,
+  `${JSON.stringify({ about, lanes: { ...previous.lanes, [lane]: sorted } }, null, 2)}\n`,
+);
 console.log(`${lane}: ${Object.keys(sorted).length} files → ${relative(root, target.pathname)}`);

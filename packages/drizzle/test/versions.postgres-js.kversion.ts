@@ -1,15 +1,5 @@
-// The kit's conformance for the drizzle-orm releases of scripts/test-drizzle.sh, one harness per
-// driver (the workspace's release runs every harness, through PgBouncer too): one file per harness,
-// so that the run's workers take them at once (versions.kversion.ts, versions.*.kversion.ts).
-import { runConformance } from '@pglock/test-kit';
-import { npmVersion } from 'drizzle-orm/version';
-import { describe, expect, it } from 'vitest';
+// drizzle-orm's release under test (scripts/test-drizzle.sh) on postgresJsHarness: version-conformance.ts.
 import { postgresJsHarness } from './harness.ts';
+import { versionConformance } from './version-conformance.ts';
 
-describe('the drizzle-orm under test', () => {
-  it('is the release the run asked for', () => {
-    expect(npmVersion).toBe(process.env.PGLOCK_DRIZZLE_VERSION);
-  });
-});
-
-runConformance(postgresJsHarness);
+versionConformance(postgresJsHarness);
