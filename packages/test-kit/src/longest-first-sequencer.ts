@@ -1,8 +1,10 @@
 // Vitest's own order puts the test files of one project together, projects by name, and a clean
 // clone has no cache of durations: CI's `pnpm test` started the longest conformance files (Kysely,
-// postgres.js, Prisma: 100–170 s each) last, and two of three workers idled for the last minute.
-// This order starts the longest files first, whatever their project, from the durations a run
-// measured in each lane (test-durations.json in this package, written by `pnpm test:durations`).
+// postgres.js, Prisma: 100–170 s each) late, and on the PostgreSQL 18 lane, whose three longest
+// files are Prisma, postgres.js and pg, the last started 163 s in and ended the run alone (283 s;
+// 267 s in this order). The PostgreSQL 15 lane is CPU-bound either way (about 630 s in both). This
+// order starts the longest files first, whatever their project, from the durations a run measured
+// in each lane (test-durations.json in this package, written by `pnpm test:durations`).
 import { readFileSync } from 'node:fs';
 import { relative } from 'node:path';
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
