@@ -104,13 +104,18 @@ describe('@pglock/pg specifics', () => {
     closers.push(async () => void (await pool.query(`DROP TABLE ${table}`)));
     await pool.query(`INSERT INTO ${table} VALUES (1, 0)`);
     // Two serializable transactions under different locks that read and write the same row.
+    // b reads only after a has read (a's snapshot is older than b's commit, so a's update must
+    // fail); unordered, a loaded machine let b commit before a's first read, and a succeeded.
     let step!: () => void;
     const gate = new Promise<void>((resolve) => (step = resolve));
+    let readByA!: () => void;
+    const aRead = new Promise<void>((resolve) => (readByA = resolve));
     const a = withLock(
       pool,
       'serial-a',
       async (client) => {
         await client.query(`SELECT n FROM ${table} WHERE id = 1`);
+        readByA();
         await gate;
         await client.query(`UPDATE ${table} SET n = n + 1 WHERE id = 1`);
       },
@@ -120,6 +125,7 @@ describe('@pglock/pg specifics', () => {
       pool,
       'serial-b',
       async (client) => {
+        await aRead;
         await client.query(`SELECT n FROM ${table} WHERE id = 1`);
         await client.query(`UPDATE ${table} SET n = n + 10 WHERE id = 1`);
       },
