@@ -7,6 +7,16 @@ let passed = 0;
 let failed = 0;
 let skipped = 0;
 const failures = [];
+/** The first failure message without its stack and colours, on one line, cut at 400 characters. */
+function why(messages) {
+  const text = String((messages ?? [])[0] ?? 'no message')
+    .split(/\n\s+at /)[0]
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: the escape that starts a colour code
+    .replace(/\u001b\[[0-9;]*m/g, '')
+    .replace(/\s+/g, ' ')
+    .trim();
+  return text.length > 400 ? `${text.slice(0, 400)}…` : text;
+}
 const files = readdirSync(dir).filter((f) => f.endsWith('.json'));
 for (const file of files) {
   const report = JSON.parse(readFileSync(join(dir, file), 'utf8'));
@@ -18,9 +28,10 @@ for (const file of files) {
     (r) => r.status === 'failed' && failedTests(r).length === 0,
   );
   failed += report.numFailedTests + broken.length;
-  // The names of what failed, so the tail of a CI log says which test to look at.
+  // The names of what failed and the start of why, so the tail of a CI log (often all of it that is
+  // kept) says which test to look at and what it saw.
   for (const result of report.testResults ?? []) {
-    for (const t of failedTests(result)) failures.push(`${file}: ${t.fullName}`);
+    for (const t of failedTests(result)) failures.push(`${file}: ${t.fullName}\n  ${why(t.failureMessages)}`);
   }
   for (const r of broken) failures.push(`${file}: ${r.name}: ${String(r.message ?? '').slice(0, 300)}`);
   skipped += report.numPendingTests + (report.numTodoTests ?? 0);

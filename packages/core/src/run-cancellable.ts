@@ -70,8 +70,9 @@ export async function runCancellable(
 }
 
 /**
- * `promise`, or a rejection with `message` once `ms` have passed without it settling. The late
- * outcome is observed, so it can never be an unhandled rejection; a late value goes to `onLate`
+ * `promise`, or a rejection with `message` once `ms` have passed without it settling. An answer
+ * that arrived while the process was stalled still counts, and a stall longer than half of `ms` is
+ * not charged to the other side (it gets up to `ms` more, once). The late outcome is observed, so it can never be an unhandled rejection; a late value goes to `onLate`
  * (give back a connection that arrived after the caller gave up on it).
  *
  * @example
@@ -95,15 +96,34 @@ export async function within<T>(
     () => undefined,
   );
   let timer: NodeJS.Timeout | undefined;
+  let turn: NodeJS.Immediate | undefined;
+  const armed = performance.now();
+  let extended = false;
   const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      timedOut = true;
-      reject(new Error(message));
-    }, ms);
+    const expire = (): void => {
+      // Node runs timers before it reads sockets in each turn of its loop: after the process stalled
+      // (a loaded machine, a long synchronous task, a paused VM) an answer that has already arrived
+      // is still unread when this timer fires. One more turn reads it first.
+      turn = setImmediate(() => {
+        // A timer that fired long past its time means the process was not running for that long,
+        // and the other side (on a paused VM, the server too) got none of the budget: once, it gets
+        // the missed time, at most `ms` more.
+        const missed = performance.now() - armed - ms;
+        if (!extended && missed > ms / 2) {
+          extended = true;
+          timer = setTimeout(expire, Math.min(missed, ms));
+          return;
+        }
+        timedOut = true;
+        reject(new Error(message));
+      });
+    };
+    timer = setTimeout(expire, ms);
   });
   try {
     return await Promise.race([promise, late]);
   } finally {
     clearTimeout(timer);
+    if (turn !== undefined) clearImmediate(turn);
   }
 }

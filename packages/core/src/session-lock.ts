@@ -29,7 +29,9 @@ export interface SessionLockOptions extends LockOptions {
    * How often (ms) the server is asked whether this connection's backend still holds the lock (in
    * `pg_locks`), and how long one check may take before the lock counts as lost. Default 1000, from
    * 10 to 2^31-1. A terminated backend or a closed socket is noticed at once; a silent network cut
-   * within about two intervals.
+   * within about two intervals. Time this process was not running (a long synchronous task, a loaded
+   * machine) is not held against the server: an answer that arrived meanwhile counts, and a stall
+   * of more than half the interval gives the check up to one interval more.
    */
   readonly heartbeatMs?: number | undefined;
 }

@@ -19,6 +19,9 @@ npm install --prefix "$dir" --no-save --no-package-lock --no-audit --no-fund --l
   "@prisma/client@$version" "prisma@$version" "@prisma/adapter-pg@$version" "pg@$pg_version" >/dev/null
 cp "$here/test/schema.prisma" "$dir/schema.prisma"
 cd "$here"
+# The workspace's client too: the multi-process suites' workers import it (see the config), and on a
+# fresh clone nothing else may have generated it yet.
+node --conditions=@pglock/source --import tsx test/generate-client.ts
 node --conditions=@pglock/source --import tsx --input-type=module -e "
   const { generatePrismaClient } = await import('@pglock/test-kit/prisma-generate');
   await generatePrismaClient('$dir/schema.prisma', '$dir/generated');
