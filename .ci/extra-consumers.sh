@@ -44,6 +44,9 @@ version() { node -p "require('$root/packages/$1/node_modules/$2/package.json').v
 pg_version="$(version pg pg)"
 types_pg_version="$(version pg @types/pg)"
 drizzle_version="$(version drizzle drizzle-orm)"
+# postgres.js, which the Drizzle and Kysely adapters peer-depend on (^3.4): pinned, since npm would
+# otherwise pull the registry's newest (4.x since December 2026) into the tree and refuse the peer.
+postgres_version="$(version drizzle postgres)"
 kysely_version="$(version kysely kysely)"
 prisma_client_version="$(version prisma @prisma/client)"
 otel_api_version="$(version otel @opentelemetry/api)"
@@ -61,7 +64,7 @@ mkdir -p "$app"
 cp "$fixtures"/* "$app/"
 # No "type" field: a CommonJS app. Overrides pin every @pglock/* to its tarball, so nothing of ours can
 # come from the registry.
-export TARBALLS="$work/tarballs" pg_version drizzle_version kysely_version prisma_client_version \
+export TARBALLS="$work/tarballs" pg_version postgres_version drizzle_version kysely_version prisma_client_version \
   otel_api_version typescript_version types_node_version types_pg_version jest_version ts_jest_version \
   types_jest_version typescript7_version swc_core_version swc_jest_version
 node -e '
@@ -74,7 +77,7 @@ node -e '
   writeFileSync(process.argv[1], JSON.stringify({
     name: "pglock-consumer", version: "0.0.0", private: true,
     dependencies: {
-      ...mine, pg: env.pg_version, "drizzle-orm": env.drizzle_version, kysely: env.kysely_version,
+      ...mine, pg: env.pg_version, postgres: env.postgres_version, "drizzle-orm": env.drizzle_version, kysely: env.kysely_version,
       "@prisma/client": env.prisma_client_version, "@opentelemetry/api": env.otel_api_version,
     },
     devDependencies: {

@@ -50,7 +50,7 @@ prepare() {
   # What a user copies: the folder without what a run leaves behind.
   mkdir -p "$app"
   (cd "$dir" && tar --exclude=node_modules --exclude=generated --exclude=out -cf - .) | (cd "$app" && tar -xf -)
-  TARBALLS="$work/tarballs" node -e '
+  TARBALLS="$work/tarballs" POSTGRES_VERSION="$(node -p "require('$root/packages/drizzle/node_modules/postgres/package.json').version")" node -e '
     const { readdirSync, readFileSync, writeFileSync } = require("node:fs");
     const file = process.argv[1];
     const pkg = JSON.parse(readFileSync(file, "utf8"));
@@ -68,6 +68,9 @@ prepare() {
     // Every @pglock/* (an adapter peer-depends on core) from its tarball, never from the registry.
     for (const name of ["@pglock/core"]) mine[name] ??= tarball(name);
     pkg.overrides = Object.fromEntries(Object.keys(mine).map((name) => [name, mine[name]]));
+    // postgres.js as the workspace tests it: the adapters peer-depend on ^3.4, and npm would pull the
+    // newest on the registry (4.x) into the tree as an optional peer of drizzle-orm and refuse ours.
+    pkg.overrides.postgres = process.env.POSTGRES_VERSION;
     writeFileSync(file, JSON.stringify(pkg, null, 2));
   ' "$app/package.json"
   # No install scripts: Prisma's would fetch engines, and with DATABASE_URL no embedded server starts.
