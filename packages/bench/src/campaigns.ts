@@ -2,7 +2,8 @@
 // process (@pglock/pg over a pg.Pool), one process leads every name and another stands by for all
 // of them. It prints the connections each process has open to the server (from /proc), how long
 // the first process took to lead every name, and how long after a SIGKILL of it the other led them
-// all. `pnpm bench:campaigns` (DATABASE_URL, else an embedded PostgreSQL).
+// all; then the same counts of plain session locks held by one process (session-locks-held.ts).
+// `pnpm bench:campaigns` (DATABASE_URL, else an embedded PostgreSQL).
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { createInterface } from 'node:readline';
@@ -11,6 +12,7 @@ import { JOBS_TABLE_DDL } from '@pglock/core';
 import { tcpConnectionsOf } from '@pglock/test-kit/tcp-connections';
 import pg from 'pg';
 import { openDatabase } from './database.ts';
+import { heldSessionLocks } from './session-locks-held.ts';
 
 const COUNTS = (process.env.PGLOCK_BENCH_CAMPAIGNS?.split(',').map(Number) ?? [
   10, 100, 1_000,
@@ -100,6 +102,7 @@ try {
       await standbys?.kill();
     }
   }
+  await heldSessionLocks(database.url, COUNTS);
 } finally {
   await admin.end();
   await database.close();

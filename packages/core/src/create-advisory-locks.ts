@@ -9,7 +9,12 @@ import { checkDuration, lockRequest } from './lock-options.ts';
 import type { LockPort } from './lock-port.ts';
 import { ADVISORY_LOCKS_OPTION_KEYS, checkOptionKeys, IS_LOCKED_OPTION_KEYS } from './option-keys.ts';
 import { type RunOnceContext, type RunOnceOptions, runOnce } from './run-once.ts';
-import { runWithSessionLock, type SessionLock, takeSessionLock } from './session-lock.ts';
+import {
+  checkSessionConnection,
+  runWithSessionLock,
+  type SessionLock,
+  takeSessionLock,
+} from './session-lock.ts';
 import { runLocked, type WithLockOptions } from './transaction-lock.ts';
 import { checkTransactionSettings, type TransactionSettings } from './transaction-settings.ts';
 import type {
@@ -66,14 +71,18 @@ export function createAdvisoryLocks<Db, Tx, InTx = Tx, S extends TransactionSett
   checkTransactionSettings(defaults.transaction, port.transactionSettings, 'advisoryLocks');
   if (defaults.heartbeatMs !== undefined)
     checkDuration(defaults.heartbeatMs, 'heartbeatMs', 'advisoryLocks', 10);
-  const { heartbeatMs, ...withLockDefaults } = defaults;
+  const connection =
+    defaults.connection === undefined
+      ? undefined
+      : checkSessionConnection(defaults.connection, 'advisoryLocks');
+  const { heartbeatMs, connection: _connection, ...withLockDefaults } = defaults;
   const { transaction: _settings, ...lockDefaults } = withLockDefaults;
   const scope = { port, db, defaults: withLockDefaults as WithLockOptions };
   const lockScope = { port, db, defaults: lockDefaults as WithLockOptions };
   const sessionScope = {
     port: port as LockPort<Db, unknown>,
     db,
-    defaults: { ...lockDefaults, heartbeatMs },
+    defaults: { ...lockDefaults, heartbeatMs, connection },
   };
   const query = (s: Parameters<LockPort<Db, Tx>['query']>[1]) => port.query(db, s);
   return {
@@ -141,11 +150,13 @@ export function createAdvisoryLocks<Db, Tx, InTx = Tx, S extends TransactionSett
   };
 }
 
-/** The defaults a factory of `port` takes: core's (the session heartbeat only with session locks) and the adapter's. */
+/** The defaults a factory of `port` takes: core's (the session heartbeat and connection only with session locks) and the adapter's. */
 function defaultsKeys(port: LockPort<never, unknown>): readonly string[] {
   let keys = knownDefaults.get(port);
   if (keys === undefined) {
-    keys = ADVISORY_LOCKS_OPTION_KEYS.filter((key) => key !== 'heartbeatMs' || port.pin !== undefined);
+    keys = ADVISORY_LOCKS_OPTION_KEYS.filter(
+      (key) => (key !== 'heartbeatMs' && key !== 'connection') || port.pin !== undefined,
+    );
     keys = [...keys, ...(port.factoryOptions ?? [])];
     knownDefaults.set(port, keys);
   }

@@ -24,7 +24,7 @@ export const UNWANTED = Symbol('pglock.unwantedConnection');
 export type OnConnectionLost = (connection: HubConnection, cause: Error, state: 'unknown' | 'dead') => void;
 
 /**
- * A pinned connection shared by the leaders of one hub.
+ * A pinned connection shared by the leaders of one hub, or the session locks of one (session-hub.ts).
  *
  * @example
  * ```ts
@@ -51,12 +51,12 @@ export class HubConnection {
 
   /**
    * Pins a connection of `db`, refuses a transaction-mode pooler (LockUsageError, as a session lock
-   * does), and arms the lease on it. Rejects, with the connection given back, when any step fails.
+   * does), and arms the lease on it (leaders; plain session locks have none). Rejects, with the connection given back, when any step fails.
    */
   static async open<Db>(
     port: LockPort<Db, unknown>,
     db: Db,
-    lease: Lease,
+    lease: Lease | undefined,
     request: LockRequest,
     verb: string,
     onLost: OnConnectionLost,
@@ -79,9 +79,9 @@ export class HubConnection {
     const pid = await pinnedBackend(port, db, pinned, request, verb, () => died !== undefined);
     const alive = () =>
       port.query(db, backendAliveStatement(pid)).then(([row]) => Number(cell(row ?? {}, 'alive')) > 0);
-    let armed: PinnedConnection;
+    let armed = pinned;
     try {
-      armed = await lease.arm(pinned, alive);
+      if (lease !== undefined) armed = await lease.arm(pinned, alive);
     } catch (error) {
       await Promise.resolve(pinned.release(died !== undefined ? 'dead' : 'unknown', asError(error))).catch(
         () => undefined,
@@ -122,24 +122,24 @@ export class HubConnection {
   }
 
   /**
-   * The heartbeat: the tags (`classid.objid`) of the exclusive bigint advisory locks this backend
-   * holds, within `ms`. A port that checks from elsewhere (postgres.js, porsager/postgres#1208) asks
+   * The heartbeat: the advisory locks this backend holds, within `ms`, as `tag:mode` (`tagOf(key)`,
+   * then `x` or `s`). A port that checks from elsewhere (postgres.js, porsager/postgres#1208) asks
    * with `elsewhere` first, and writes to this connection only once that answered: the keepalive,
-   * which also renews the lease and the server's idle clock.
+   * which also renews the lease and the server's idle clock. `marker` is `heldMarker`'s.
    */
   async heldKeys(
     ms: number,
     elsewhere: (statement: Statement) => Promise<readonly Row[]>,
-    since: string | undefined,
+    marker: string,
   ): Promise<Set<string>> {
     const bound = this.checksFromControl ? Math.max(ms, MIN_CONTROL_CHECK_MS) : ms;
     const message = `the connection did not answer a heartbeat within ${bound} ms`;
     if (this.checksFromControl) {
-      const rows = await within(elsewhere(heldKeysStatement(this.pid, since)), bound, message);
+      const rows = await within(elsewhere(heldKeysStatement(this.pid, marker)), bound, message);
       if (rows.length === 0) return new Set();
     }
-    const rows = await within(this.run(heldKeysStatement(undefined, since)), bound, message);
-    return new Set(rows.map((row) => `${String(cell(row, 'c'))}.${String(cell(row, 'o'))}`));
+    const rows = await within(this.run(heldKeysStatement(undefined, marker)), bound, message);
+    return new Set(rows.map((row) => `${String(cell(row, 't'))}:${String(cell(row, 'm'))}`));
   }
 
   /** Marks the connection failed (once) and tells its owner, who ends its terms and closes it. */

@@ -68,6 +68,6 @@ export type {
   RunOnceResult,
   RunOnceRunOptions,
 } from './run-once.ts';
-export type { SessionLock, SessionLockOptions } from './session-lock.ts';
+export type { SessionConnection, SessionLock, SessionLockOptions } from './session-lock.ts';
 export type { TryResult, WithLockOptions } from './transaction-lock.ts';
 export type { IsolationLevel, PrismaIsolationLevel, TransactionSettings } from './transaction-settings.ts';

@@ -28,7 +28,9 @@ export interface AdvisoryLockInfo {
   readonly state: string | null;
   /**
    * For a holder: milliseconds since its current transaction began; for a session lock pglock holds,
-   * since it was granted (its heartbeat carries the grant time); for another session lock, since the
+   * since it was granted (its connection's statements carry the grant time: of each lock on a shared
+   * connection, of the oldest where more locks share one than the server's 1 kB of statement text
+   * can name; of the oldest term on a shared leader connection); for another session lock, since the
    * connection went idle (the server does not record when an advisory lock was granted, so this is an
    * upper bound for a transaction-scoped lock and a lower bound for a foreign session lock).
    */
@@ -48,7 +50,9 @@ export const inspectLocksStatement: Statement = statementText(
   `SELECT l.classid::bigint::text AS classid, l.objid::bigint::text AS objid, l.objsubid::int AS objsubid,
     l.mode, l.granted, l.pid, a.application_name AS appname, host(a.client_addr) AS clientaddr, a.state,
     CASE WHEN l.granted THEN (extract(epoch FROM clock_timestamp() - coalesce(
-      CASE WHEN a.query LIKE '%pglock:held-since:%' THEN to_timestamp(substring(a.query FROM 'pglock:held-since:([0-9]+)')::bigint / 1000.0) END,
+      CASE WHEN a.query LIKE '%pglock:held-since:%' THEN to_timestamp(coalesce(
+        substring(a.query FROM 'pglock:held:' || l.classid::bigint || '-' || l.objid::bigint || '-' || l.objsubid || '=([0-9]+);'),
+        substring(a.query FROM 'pglock:held-since:([0-9]+)'))::bigint / 1000.0) END,
       a.xact_start, a.state_change)) * 1000)::float8 END AS heldms,
     CASE WHEN NOT l.granted THEN (extract(epoch FROM clock_timestamp() - l.waitstart) * 1000)::float8 END AS waitedms,
     coalesce(l.pid = pg_backend_pid(), false) AS ownsession

@@ -2,7 +2,7 @@ import { onAbort } from './abort-listeners.ts';
 import { startTrace } from './diagnostics.ts';
 import { LockLostError } from './errors.ts';
 import { HubConnection, UNWANTED } from './hub-connection.ts';
-import { tagOf, tryKeysStatement, unlockKeyStatement } from './hub-statements.ts';
+import { heldMarker, tagOf, tryKeysStatement, unlockKeyStatement } from './hub-statements.ts';
 import { HubTerm, type TermOwner } from './hub-term.ts';
 import { Lease } from './leader-lease.ts';
 import type { BigintLockKey } from './lock-key.ts';
@@ -419,12 +419,12 @@ export class LeaderHub implements TermOwner {
       const held = await connection.heldKeys(
         this.#timing.heartbeatMs,
         (statement) => this.#port.query(this.#db, statement),
-        this.#oldestSince(connection),
+        heldMarker(this.#oldestSince(connection)),
       );
       // A lock of its own that the backend no longer holds means the backend ended (nothing else
       // unlocks another session's lock): the connection is dead, and nothing more is sent on it
       // (postgres.js would throw from a timer on a write to it, porsager/postgres#1208).
-      if (terms.some((term) => !held.has(tagOf(term.key)) && !term.releasing)) {
+      if (terms.some((term) => !held.has(`${tagOf(term.key)}:x`) && !term.releasing)) {
         connection.fail(new Error(`backend ${connection.pid} no longer holds its locks`), 'dead');
       }
     } catch (error) {
@@ -471,9 +471,9 @@ export class LeaderHub implements TermOwner {
           const held = await connection.heldKeys(
             this.#timing.heartbeatMs,
             (statement) => this.#port.query(this.#db, statement),
-            this.#oldestSince(connection),
+            heldMarker(this.#oldestSince(connection)),
           );
-          if (!held.has(tagOf(term.key))) {
+          if (!held.has(`${tagOf(term.key)}:x`)) {
             const gone = new Error(`backend ${connection.pid} no longer holds it`);
             connection.fail(gone, 'dead');
             throw gone;

@@ -5,7 +5,7 @@ export const LOCK_OPTION_KEYS = ['timeoutMs', 'shared', 'signal', 'namespace', '
 /** `withLock` / `tryWithLock`: a lock call's, plus the settings of the transaction it opens. */
 export const WITH_LOCK_OPTION_KEYS = [...LOCK_OPTION_KEYS, 'transaction'] as const;
 /** The session verbs: a lock call's, plus the liveness check of the pinned connection. */
-export const SESSION_LOCK_OPTION_KEYS = [...LOCK_OPTION_KEYS, 'heartbeatMs'] as const;
+export const SESSION_LOCK_OPTION_KEYS = [...LOCK_OPTION_KEYS, 'heartbeatMs', 'connection'] as const;
 /** `isLocked`: a snapshot of one key, whichever mode holds it. */
 export const IS_LOCKED_OPTION_KEYS = ['namespace'] as const;
 /** `runOnce`. */
@@ -37,7 +37,12 @@ export const CURRENT_LEADER_OPTION_KEYS = ['namespace'] as const;
 /** `observeLeader`. */
 export const OBSERVE_LEADER_OPTION_KEYS = ['onChange', 'onError', 'pollMs', 'namespace', 'signal'] as const;
 /** The defaults of `advisoryLocks(db, defaults)` core reads (an adapter may add its own). */
-export const ADVISORY_LOCKS_OPTION_KEYS = [...LOCK_OPTION_KEYS, 'transaction', 'heartbeatMs'] as const;
+export const ADVISORY_LOCKS_OPTION_KEYS = [
+  ...LOCK_OPTION_KEYS,
+  'transaction',
+  'heartbeatMs',
+  'connection',
+] as const;
 /** The settings of `transaction: { … }`. */
 export const TRANSACTION_SETTING_KEYS = [
   'isolationLevel',

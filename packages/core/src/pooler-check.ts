@@ -82,12 +82,32 @@ export async function refuseSession(
     }
   }
   await pinned.release('unknown', new Error('session lock refused'));
-  throw new LockUsageError(
+  throw sessionRefusal(request, verb, reason, !locked ? 'nothing' : released ? 'released' : 'closed');
+}
+
+/**
+ * The LockUsageError of a session lock refused because its connection's statements may run on
+ * changing server backends; `outcome` says what became of what it had locked.
+ *
+ * @example
+ * ```ts
+ * import { CHANGING_BACKENDS, sessionRefusal } from './pooler-check.ts';
+ *
+ * throw sessionRefusal(request, 'acquireSessionLock', CHANGING_BACKENDS, 'nothing');
+ * ```
+ */
+export function sessionRefusal(
+  request: LockRequest,
+  verb: string,
+  reason: string,
+  outcome: 'nothing' | 'released' | 'closed',
+): LockUsageError {
+  return new LockUsageError(
     `${verb}: the session ${describeKeys(request)} cannot be held through this connection: ${reason}, so an unlock or a heartbeat could land on another backend and two holders could both believe they hold it. ` +
       'Use withLock (transaction-scoped locks work through transaction pooling), or take session locks on a direct connection or through a session-mode pool. ' +
-      (!locked
+      (outcome === 'nothing'
         ? 'Nothing was locked.'
-        : released
+        : outcome === 'released'
           ? 'The lock was released.'
           : 'The connection was closed, which releases the lock.'),
     { keys: request.keys },

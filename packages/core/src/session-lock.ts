@@ -1,8 +1,8 @@
 import { type Acquisition, acquire, isConnectionFailure, waitUnlimited } from './acquire.ts';
 import { backendAliveStatement, identifyBackendStatement } from './backend-statements.ts';
 import { assertCancellable, cancellerFor } from './cancel-wait.ts';
-import { startTrace } from './diagnostics.ts';
-import { LockLostError, LockUsageError } from './errors.ts';
+import { silentTrace, startTrace, type Trace } from './diagnostics.ts';
+import { InvalidLockOptionsError, LockAbortedError, LockLostError, LockUsageError } from './errors.ts';
 import type { LockKey } from './lock-key.ts';
 import { checkDuration, type LockOptions, type LockTarget, lockRequest } from './lock-options.ts';
 import type { LockPort, PinnedConnection, PortConnection } from './lock-port.ts';
@@ -12,6 +12,7 @@ import { SESSION_LOCK_OPTION_KEYS } from './option-keys.ts';
 import { CHANGING_BACKENDS, pinnedBackend, refuseSession } from './pooler-check.ts';
 import { cell } from './row-cell.ts';
 import { asError, HeldSessionLock, sessionContext } from './session-held.ts';
+import { sessionHub } from './session-hub.ts';
 import { startBound } from './start-bound.ts';
 
 /**
@@ -34,17 +35,59 @@ export interface SessionLockOptions extends LockOptions {
    * of more than half the interval gives the check up to one interval more.
    */
   readonly heartbeatMs?: number | undefined;
+  /**
+   * Where the lock is held. `'shared'` (the default): on a connection the session locks of this
+   * process share on this database (with the same `heartbeatMs`), tried there first; a key that is
+   * taken, or that this process already holds, is waited for on a connection of its own, and held
+   * there. `'dedicated'`: always on a connection of its own, so that no other lock shares its fate
+   * (a terminated backend loses every lock on it). Leaders share connections their own way.
+   */
+  readonly connection?: SessionConnection | undefined;
 }
 
 /**
- * A held session lock on its own pinned connection. `await using` releases it at the end of the
- * block.
+ * How a session lock holds its connection: shared with the other session locks of the process, or
+ * its own. See {@link SessionLockOptions.connection}.
+ *
+ * @example
+ * ```ts
+ * import type { SessionConnection } from '@pglock/core';
+ *
+ * const connection: SessionConnection = 'dedicated';
+ * ```
+ */
+export type SessionConnection = 'shared' | 'dedicated';
+
+/** The session connection modes, as validated. */
+export const SESSION_CONNECTIONS: readonly SessionConnection[] = Object.freeze(['shared', 'dedicated']);
+
+/**
+ * `value` as a session connection mode, else InvalidLockOptionsError naming the option and `verb`.
+ *
+ * @example
+ * ```ts
+ * import { checkSessionConnection } from './session-lock.ts';
+ *
+ * checkSessionConnection(undefined, 'acquireSessionLock'); // 'shared'
+ * ```
+ */
+export function checkSessionConnection(value: unknown, verb: string): SessionConnection {
+  if (value === undefined) return 'shared';
+  if (value === 'shared' || value === 'dedicated') return value;
+  throw new InvalidLockOptionsError(
+    `${verb}: connection must be 'shared' or 'dedicated' (got ${typeof value === 'string' ? `'${value}'` : String(value)}).`,
+  );
+}
+
+/**
+ * A held session lock, on the connection the session locks of the process share or on one of its
+ * own (`connection` option). `await using` releases it at the end of the block.
  */
 export interface SessionLock extends AsyncDisposable {
   readonly keys: readonly LockKey[];
   /** The first (or only) key. */
   readonly key: LockKey;
-  /** Backend pid of the connection holding the lock. */
+  /** Backend pid of the connection holding the lock (shared locks of a process have the same one). */
   readonly pid: number;
   /** Aborts with `LockLostError` as `reason` when the lock is lost; stop the protected work then. */
   readonly signal: AbortSignal;
@@ -125,6 +168,33 @@ export async function takeSessionLock<Db>(
       ? undefined
       : performance.now() + request.timeoutMs;
 
+  const given = options?.connection;
+  const mode = checkSessionConnection(given === undefined ? defaults.connection : given, verb);
+  // A campaign's wait is its own (leader-hub.ts shares a leader's connections).
+  let shared: Trace | undefined;
+  if (campaign === undefined && mode === 'shared') {
+    shared = startTrace(request, 'session');
+    shared.requested();
+    let outcome: Awaited<ReturnType<ReturnType<typeof sessionHub>['take']>>;
+    try {
+      outcome = await sessionHub(port, db, heartbeatMs).take(request, verb, deadline, shared);
+    } catch (error) {
+      shared.notAcquired(LockAbortedError.is(error) ? 'aborted' : 'error', error);
+      throw error;
+    }
+    if (typeof outcome === 'object') {
+      shared.acquired();
+      return outcome;
+    }
+    const final =
+      outcome === 'late' ? 'timeout' : outcome === 'busy' && request.timeoutMs === 0 ? 'busy' : undefined;
+    if (final !== undefined) {
+      shared.notAcquired(final);
+      if (attempt) return undefined;
+      throw notAcquiredError(request, verb);
+    }
+  }
+
   let died: unknown;
   let holder: HeldSessionLock | undefined;
   const pinning = pin(db, (cause) => {
@@ -148,7 +218,11 @@ export async function takeSessionLock<Db>(
   try {
     pinned = bound === undefined ? await pinning : await bound.wait(pinning, handBack);
   } catch (error) {
-    if (error !== NOT_IN_TIME) throw error;
+    if (error !== NOT_IN_TIME) {
+      shared?.notAcquired(LockAbortedError.is(error) ? 'aborted' : 'error', error);
+      throw error;
+    }
+    shared?.notAcquired('timeout');
     if (attempt) return undefined;
     throw notAcquiredError(request, verb);
   }
@@ -167,7 +241,8 @@ export async function takeSessionLock<Db>(
       throw queryFailed(request, verb, 'waiting for', error);
     }
   }
-  const trace = startTrace(request, 'session');
+  // Tried on the shared connection first, the call was reported as requested there already.
+  const trace = shared === undefined ? startTrace(request, 'session') : continued(shared);
   let held: boolean;
   try {
     const cancel = await cancellerFor(port, db, pinned, request);
@@ -229,6 +304,18 @@ export async function takeSessionLock<Db>(
   }
   holder = new HeldSessionLock(port, db, pinned, request, trace, pid, since, heartbeatMs);
   return holder;
+}
+
+/** `trace` without its `requested` event, for a call that goes on after a try elsewhere. */
+function continued(trace: Trace): Trace {
+  if (trace === silentTrace) return trace;
+  return {
+    requested() {},
+    acquired: () => trace.acquired(),
+    notAcquired: (reason, error) => trace.notAcquired(reason, error),
+    released: () => trace.released(),
+    lost: (error) => trace.lost(error),
+  };
 }
 
 /** What a pool wait that outlasted the budget rejects with, inside this module only. */

@@ -5,7 +5,7 @@ import type { LeaderObserver, ObserveLeaderOptions } from './leader-observer.ts'
 import type { LockKeyInput } from './lock-key.ts';
 import type { LockOptions, LockTarget } from './lock-options.ts';
 import type { RunOnceContext, RunOnceOptions, RunOnceResult } from './run-once.ts';
-import type { SessionLock, SessionLockOptions } from './session-lock.ts';
+import type { SessionConnection, SessionLock, SessionLockOptions } from './session-lock.ts';
 import type { TryResult, WithLockOptions } from './transaction-lock.ts';
 import type { TransactionSettings } from './transaction-settings.ts';
 
@@ -29,6 +29,8 @@ export interface AdvisoryLocksOptions<S extends TransactionSettings = Transactio
   extends LockOptions {
   readonly transaction?: S | undefined;
   readonly heartbeatMs?: number | undefined;
+  /** Where session locks are held: `'shared'` (the default) or `'dedicated'`; see `SessionLockOptions.connection`. */
+  readonly connection?: SessionConnection | undefined;
 }
 
 /**

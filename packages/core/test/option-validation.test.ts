@@ -222,6 +222,14 @@ describe('unknown option keys', () => {
       /unknown option `heartbeatMs`/,
     );
     expect(() => createAdvisoryLocks(port, db, { heartbeatMs: 500 })).not.toThrow();
+    // So is the session connection mode, and only its two values.
+    expect(() => createAdvisoryLocks(noSessions, db, { connection: 'dedicated' })).toThrow(
+      /unknown option `connection`/,
+    );
+    expect(() => createAdvisoryLocks(port, db, { connection: 'dedicated' })).not.toThrow();
+    expect(() => createAdvisoryLocks(port, db, { connection: 'pooled' } as never)).toThrow(
+      "advisoryLocks: connection must be 'shared' or 'dedicated' (got 'pooled').",
+    );
     expect(() => lockVerbs(port, { timeoutMS: 5 } as never)).toThrow(/did you mean `timeoutMs`\?/);
   });
 

@@ -12,7 +12,7 @@ import {
 // connection waits, or for a session lock on a pool of one: kysely-specifics.test.ts shows how those
 // behave, and those suites are never run without one.
 const alone = {
-  suites: ['abort', 'sessionLocks'],
+  suites: ['abort', 'sessionLocks', 'sharedSessionLocks'],
   reason: 'needs a connection beside the pool (a control instance)',
 } as const;
 

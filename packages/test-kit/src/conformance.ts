@@ -21,6 +21,7 @@ import { runLimitsSuite } from './suites/run-limits.ts';
 import { schedulesSuite } from './suites/schedules.ts';
 import { schedulingSuite } from './suites/scheduling.ts';
 import { sessionLocksSuite } from './suites/session-locks.ts';
+import { sharedSessionLocksSuite } from './suites/shared-session-locks.ts';
 import { timeoutSuite } from './suites/timeouts.ts';
 import { transactionSettingsSuite } from './suites/transaction-settings.ts';
 import { verbsSuite } from './suites/verbs.ts';
@@ -39,6 +40,7 @@ export const suites = {
   abort: abortSuite,
   queue: queueSuite,
   sessionLocks: sessionLocksSuite,
+  sharedSessionLocks: sharedSessionLocksSuite,
   keyParity: keyParitySuite,
   transactionSettings: transactionSettingsSuite,
   diagnostics: diagnosticsSuite,

@@ -300,8 +300,11 @@ export function sessionLocksSuite(ctx: SuiteContext): void {
         const { name, key } = ctx.name('session-pool-wait');
         const instance = await ctx.open({ max: 1 });
         const verbs = sessionVerbs(instance.locks);
-        // The pool's only connection is pinned by another key's session lock.
-        const busy = await instance.acquireSessionLock(ctx.name('session-pool-holder').name);
+        // The pool's only connection is pinned by another key's session lock on a connection of its
+        // own (a shared one would take the calls below on the same connection).
+        const busy = await instance.acquireSessionLock(ctx.name('session-pool-holder').name, {
+          connection: 'dedicated',
+        });
         try {
           const started = performance.now();
           const timed = await settlesWithin(

@@ -29,7 +29,7 @@ interface VerbShape {
 // core's own lists so that the kit checks them rather than repeat them.
 const LOCK_OPTION_KEYS = ['timeoutMs', 'shared', 'signal', 'namespace', 'maxKeys'];
 const WITH_LOCK_OPTION_KEYS = [...LOCK_OPTION_KEYS, 'transaction'];
-const SESSION_LOCK_OPTION_KEYS = [...LOCK_OPTION_KEYS, 'heartbeatMs'];
+const SESSION_LOCK_OPTION_KEYS = [...LOCK_OPTION_KEYS, 'heartbeatMs', 'connection'];
 const IS_LOCKED_OPTION_KEYS = ['namespace'];
 const RUN_ONCE_OPTION_KEYS = ['per', 'timeoutMs', 'signal', 'namespace', 'transaction'];
 const LEADER_OPTION_KEYS = ['onElected', 'onError', 'heartbeatMs', 'namespace', 'retryMs', 'identity'];
