@@ -190,6 +190,9 @@ export class SessionHub {
         (connection) => {
           this.#opening = undefined;
           this.#connection = connection;
+          // Everyone who asked may have given up while it was checked (their budget ran out): then
+          // it goes straight back.
+          this.#settle();
           return connection;
         },
         (error: unknown) => {

@@ -51,13 +51,14 @@ export const leaderScenarios: Record<
   },
   /**
    * Campaigns for every name of `names` with `identity` (a fleet of jobs in one process); says
-   * `campaigning` once all started, then `elected` per term (`name`, `term`, `at`: `Date.now()`),
+   * `campaigning` once all started (`at`: when the first started), then `elected` per term (`name`, `term`, `at`: `Date.now()`),
    * and `error` for what onError gets. Runs until killed.
    */
   async campaigns(instance, args, say) {
     const { names, identity } = args as { names: string[]; identity: string };
     const start = instance.locks.leader;
     if (start === undefined) throw new Error('the adapter has no leader');
+    const at = Date.now();
     for (const name of names) {
       start(name, {
         identity,
@@ -65,7 +66,7 @@ export const leaderScenarios: Record<
         onError: (error) => say({ event: 'error', error: String(error) }),
       });
     }
-    say({ event: 'campaigning' });
+    say({ event: 'campaigning', at });
     await new Promise(() => undefined);
   },
 };

@@ -24,12 +24,12 @@ import {
 } from '../context.ts';
 import type { AdapterInstance, AnyLocks } from '../harness.ts';
 
-type SessionVerbs = Required<
+export type SessionVerbs = Required<
   Pick<AnyLocks, 'acquireSessionLock' | 'tryAcquireSessionLock' | 'withSessionLock'>
 >;
 
 /** The session verbs of a factory (the suite runs only where the adapter has them). */
-function sessionVerbs(locks: AnyLocks): SessionVerbs {
+export function sessionVerbs(locks: AnyLocks): SessionVerbs {
   const { acquireSessionLock, tryAcquireSessionLock, withSessionLock } = locks;
   if (!acquireSessionLock || !tryAcquireSessionLock || !withSessionLock) {
     throw new Error('the harness declares session locks, but its factory has no session verbs');

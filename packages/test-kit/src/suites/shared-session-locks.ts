@@ -16,22 +16,11 @@ import {
   sleep,
   watchCrashes,
 } from '../context.ts';
-import type { AdapterInstance, AnyLocks } from '../harness.ts';
+import type { AdapterInstance } from '../harness.ts';
+import { sessionVerbs } from './session-locks.ts';
 
 /** Session locks one process holds in these tests: the issue's fleet (issue 26 item 4). */
 const NAMES = 50;
-
-type SessionVerbs = Required<
-  Pick<AnyLocks, 'acquireSessionLock' | 'tryAcquireSessionLock' | 'withSessionLock'>
->;
-
-function sessionVerbs(locks: AnyLocks): SessionVerbs {
-  const { acquireSessionLock, tryAcquireSessionLock, withSessionLock } = locks;
-  if (!acquireSessionLock || !tryAcquireSessionLock || !withSessionLock) {
-    throw new Error('the harness declares session locks, but its factory has no session verbs');
-  }
-  return { acquireSessionLock, tryAcquireSessionLock, withSessionLock };
-}
 
 /**
  * Shared session locks (issue 26 item 4): the session locks of one process share a connection
