@@ -41,12 +41,20 @@ export class HubConnection {
   readonly #onLost: OnConnectionLost;
   #chain: Promise<unknown> = Promise.resolve();
   #failed: Error | undefined;
+  /** Rejects once the connection failed: what a statement still in flight on it settles with. */
+  readonly #failure: Promise<never>;
+  #rejectFailure: (cause: Error) => void = () => undefined;
   #closed: Promise<void> | undefined;
 
   private constructor(pinned: PinnedConnection, pid: number, onLost: OnConnectionLost) {
     this.#pinned = pinned;
     this.pid = pid;
     this.#onLost = onLost;
+    this.#failure = new Promise<never>((_, reject) => {
+      this.#rejectFailure = reject;
+    });
+    // Nobody may be waiting on a statement when it fails.
+    this.#failure.catch(() => undefined);
   }
 
   /**
@@ -111,11 +119,16 @@ export class HubConnection {
     return this.#failed;
   }
 
-  /** Runs `statement` after every statement sent before it; rejects once the connection failed. */
+  /**
+   * Runs `statement` after every statement sent before it; rejects once the connection failed, also
+   * while the statement is in flight: a driver need not settle a query on a connection that died
+   * under it (the chaos run saw a leader's election on Kysely over postgres.js wait for good after
+   * its connection closed), and nothing that waits on this connection may wait on a dead one.
+   */
   run(statement: Statement): Promise<readonly Row[]> {
     const next = this.#chain.then(() => {
       if (this.#failed !== undefined) throw this.#failed;
-      return this.#pinned.query(statement);
+      return Promise.race([this.#pinned.query(statement), this.#failure]);
     });
     this.#chain = next.catch(() => undefined);
     return next;
@@ -146,6 +159,7 @@ export class HubConnection {
   fail(cause: Error, state: 'unknown' | 'dead'): void {
     if (this.#failed !== undefined) return;
     this.#failed = cause;
+    this.#rejectFailure(cause);
     this.#onLost(this, cause, state);
   }
 

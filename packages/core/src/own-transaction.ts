@@ -1,7 +1,7 @@
 import { acquire, budgetLeft } from './acquire.ts';
 import { cancellerFor } from './cancel-wait.ts';
 import { startTrace } from './diagnostics.ts';
-import { TransactionRolledBackError } from './errors.ts';
+import { LockAbortedError, TransactionRolledBackError } from './errors.ts';
 import type { LockRequest } from './lock-options.ts';
 import type { LockPort, PortConnection, TransactionRequest } from './lock-port.ts';
 import { abortedError, describeKeys, notAcquiredError } from './messages.ts';
@@ -58,14 +58,21 @@ export async function ownTransaction<Db, Tx, T>(
     const entered = enterQueue(db as object, request.keys, request.shared, deadline, request.signal);
     const turn = typeof entered === 'function' ? entered : await entered;
     if (turn === 'timeout') {
+      endedEarly(request, 'timeout');
       if (attempt) return { acquired: false };
       throw notAcquiredError(request, verb);
     }
-    if (turn === 'aborted') throw abortedError(request, verb, request.signal?.reason);
+    if (turn === 'aborted') {
+      const error = abortedError(request, verb, request.signal?.reason);
+      endedEarly(request, 'aborted', error);
+      throw error;
+    }
     leaveQueue = turn;
   }
   const trace = startTrace(request, 'transaction');
   let acquired = false;
+  // Set once the lock statement is sent: acquire() reports the call from then on.
+  let asked = false;
   // The pool's wait and the ORM's BEGIN come out of the same budget, and the signal ends them too.
   // Most calls have neither a deadline nor a signal: no bound, and no closures built for one.
   const bound =
@@ -89,6 +96,7 @@ export async function ownTransaction<Db, Tx, T>(
           // Most calls have no signal: no canceller, and no await for one.
           const cancel =
             request.signal === undefined ? undefined : await cancellerFor(port, db, connection, request);
+          asked = true;
           acquired = await acquire({
             connection,
             request,
@@ -131,9 +139,11 @@ export async function ownTransaction<Db, Tx, T>(
     return attempt ? { acquired: true, value } : value;
   } catch (error) {
     if (error instanceof NotTaken) {
+      if (!asked) endedEarly(request, 'timeout');
       if (attempt) return { acquired: false };
       throw error.error;
     }
+    if (!asked && LockAbortedError.is(error)) endedEarly(request, 'aborted', error);
     throw error;
   } finally {
     leaveQueue?.();
@@ -185,4 +195,15 @@ export function rolledBackError(
     `${verb}: the callback under the ${describeKeys(request)} resolved, but a statement in its transaction had failed, so PostgreSQL would not commit it: the transaction was ${what} and nothing it wrote was saved. Let the statement's error leave the callback, or wrap the statement that may fail in a nested ${verb} (a savepoint).`,
     { keys: request.keys, cause },
   );
+}
+
+/**
+ * Reports a call whose budget ran out, or whose signal fired, before its lock statement was sent (in
+ * the in-process queue, or waiting for a pooled connection and BEGIN): subscribers hear of every
+ * call that ended without the lock, not only of those the server answered.
+ */
+function endedEarly(request: LockRequest, reason: 'timeout' | 'aborted', error?: unknown): void {
+  const trace = startTrace(request, 'transaction');
+  trace.requested();
+  trace.notAcquired(reason, error);
 }

@@ -73,6 +73,36 @@ export function diagnosticsSuite(ctx: SuiteContext): void {
       },
     );
 
+    it.skipIf(noContention)(
+      `a call whose budget runs out in the in-process queue, before any statement, still publishes requested and not-acquired "timeout"${skipped(noContention)}`,
+      async () => {
+        const { name } = ctx.name('diag-queued');
+        const [holder, instance] = [await ctx.open(), await ctx.open()];
+        const held = await holdLock(holder, name);
+        let events: Recorded[];
+        try {
+          events = await record(name, async () => {
+            // The first waits on the server; the second queues behind it in this process and runs
+            // out of budget there (it never sends a lock statement).
+            const first = instance
+              .withLock(name, async () => 'x', { timeoutMs: 1_500 })
+              .catch(() => undefined);
+            const second = instance
+              .withLock(name, async () => 'x', { timeoutMs: 100 })
+              .catch(() => undefined);
+            await Promise.all([first, second]);
+          });
+        } finally {
+          await held.release();
+        }
+        const requested = events.filter((e) => e.channel === lockChannels.requested);
+        const ended = events.filter((e) => e.channel === lockChannels.notAcquired).map((e) => e.event.reason);
+        expect(requested).toHaveLength(2);
+        expect(ended).toEqual(['timeout', 'timeout']);
+        expect(events.some((e) => e.channel === lockChannels.acquired)).toBe(false);
+      },
+    );
+
     it.skipIf(noSession)(
       `a session lock publishes released on release, and lost when its backend is terminated${skipped(noSession)}`,
       async () => {
