@@ -1,4 +1,5 @@
 import { onAbort } from './abort-listeners.ts';
+import { watchedConnection } from './backend-watchdog.ts';
 import { InvalidLockOptionsError, TransactionRolledBackError } from './errors.ts';
 import { JobTimedOutError, LockTableMissingError } from './job-errors.ts';
 import {
@@ -217,6 +218,9 @@ export class JobRun<Db, Tx> {
       return { ran: false, reason: 'failed', attempts: prior };
     }
     const cancel = this.#limits.maxRunMs === undefined ? undefined : this.#canceller(connection, row);
+    // From here on pglock's own statements settle also when the connection's backend ends under
+    // them (a driver that never settles a statement in flight at a close: backend-watchdog.ts).
+    connection = this.#watched(connection, row);
     if (retry !== undefined) await connection.query(jobSavepoint);
     let failedBefore = false;
     for (let attempt = prior + 1; ; attempt++) {
@@ -461,6 +465,15 @@ export class JobRun<Db, Tx> {
       };
     }
     return connection.cancel === undefined ? undefined : () => (connection.cancel as () => Promise<void>)();
+  }
+
+  /** `connection` with a watchdog on its backend, where the claim named the backend (else as is). */
+  #watched(connection: PortConnection, row: Row | undefined): PortConnection {
+    const pid = Number(cell(row ?? {}, 'pid'));
+    if (!Number.isInteger(pid) || pid <= 0) return connection;
+    const { port, db } = this.#scope;
+    if (port.cancellation(db) === 'none') return connection;
+    return watchedConnection(connection, pid, (statement) => port.query(db, statement));
   }
 
   async #query(connection: PortConnection, statement: Statement): Promise<readonly Row[]> {

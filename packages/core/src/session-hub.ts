@@ -1,7 +1,7 @@
-import { acquire, isConnectionFailure } from './acquire.ts';
+import { acquire, isConnectionFailure, isConnectionLoss } from './acquire.ts';
 import { identifyBackendStatement } from './backend-statements.ts';
 import { silentTrace, type Trace } from './diagnostics.ts';
-import { LockLostError, LockUsageError } from './errors.ts';
+import { LockLostError, LockQueryError, LockUsageError } from './errors.ts';
 import { HubConnection, UNWANTED } from './hub-connection.ts';
 import { heldMarker, marked, tagOf } from './hub-statements.ts';
 import type { LockKey } from './lock-key.ts';
@@ -166,6 +166,9 @@ export class SessionHub {
         if (error === NOT_IN_TIME) return 'late';
         // Opened as the last caller gave up, and given back: this call came just after.
         if (error === UNWANTED && attempt === 0) continue;
+        // The pool handed out a connection whose backend had ended while it sat idle there (a
+        // terminated backend the driver had not noticed yet): it was given back as dead; one more.
+        if (attempt === 0 && LockQueryError.is(error) && isConnectionLoss(error.cause)) continue;
         throw error;
       }
     }
