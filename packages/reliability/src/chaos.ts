@@ -16,7 +16,7 @@ import {
 } from './chaos-schema.ts';
 import { checkHistory, type HistoryReport, type SectionRow } from './history.ts';
 import { LeakScan, startPoolerLane } from './pooler-lane.ts';
-import { type FatalWrite, ormOwnEnd } from './postgres-js-writes.ts';
+import { type FatalWrite, handedWhileOpen, ormOwnEnd } from './postgres-js-writes.ts';
 import { readSchedules, type ScheduleReport } from './read-schedules.ts';
 import { type SubjectDefinition, subjects } from './subjects.ts';
 
@@ -379,7 +379,9 @@ async function drive(
  * The verdict on a crash. Excused are only postgres.js bugs whose fatal statement no lock library
  * sends on a connection it could know was closed, each named in the report:
  * - its write timer (a write to a connection that had closed, porsager/postgres #1208) where the
- *   fatal write was the ORM's own COMMIT/ROLLBACK;
+ *   fatal write was the ORM's own COMMIT/ROLLBACK, or where every other statement of it was handed
+ *   to the connection while it was open (the close came between the hand-off and the timer: no
+ *   caller can see that gap);
  * - the same timer where the fatal write is the first statement a new holder sends on a connection
  *   the pool handed out after it closed (dead since, never reconnected: porsager/postgres #1199):
  *   the ORM's `begin`, or the statement that starts a pglock pin or control connection.
@@ -397,6 +399,8 @@ function verdict(adapter: string, stderr: string): ChaosCrash {
   let knownBug: string | undefined;
   if (timerCrash && ormOwnEnd(fatalWrite)) {
     knownBug = `postgres.js write timer on a closed connection (porsager/postgres #1208): the fatal write was the ORM's own ${fatalWrite?.statements.join(' + ')} ${on}${fatalWrite?.closedBefore ? ', reported closed before' : ''}`;
+  } else if (timerCrash && handedWhileOpen(fatalWrite)) {
+    knownBug = `postgres.js write timer on a closed connection (porsager/postgres #1208): every statement of the fatal write (${fatalWrite?.statements.join(' + ')}) was handed ${on} while it was open but the ORM's own COMMIT/ROLLBACK, and the connection closed ${fatalWrite?.closedMsBefore} ms before the timer wrote them`;
   } else if (timerCrash && handedOutDead(fatalWrite)) {
     knownBug = `postgres.js handed out a connection that had closed ${fatalWrite?.closedMsBefore} ms before (porsager/postgres #1199, #1208): the fatal write was its new holder's first statement, ${fatalWrite?.statements.join(' + ')} ${on}`;
   } else if (

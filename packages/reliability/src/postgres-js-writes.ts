@@ -16,6 +16,12 @@ export interface FatalWrite {
    * along since it closed, whoever held it.
    */
   readonly writtenSinceClose?: boolean | undefined;
+  /**
+   * The statements of the write handed to the connection after postgres.js reported it closed (by
+   * the watch's own record of hand-offs and closes); the rest were handed while it was open, and
+   * only postgres.js's write timer, run after the close, wrote them.
+   */
+  readonly handedAfterClose?: readonly string[] | undefined;
 }
 
 /** What {@link watchPostgresJsWrites} gives a worker. */
@@ -118,12 +124,19 @@ export function watchPostgresJsWrites(): WriteWatch {
           return result;
         } catch (error) {
           const close = connection === undefined ? undefined : closed.get(connection);
+          const events = connection === undefined ? [] : (latest.get(connection) ?? []);
           fatal ??= {
             connection,
             statements,
             closedBefore: close !== undefined,
             closedMsBefore: close && Math.round(performance.now() - close.at),
             writtenSinceClose: close?.written,
+            handedAfterClose:
+              close === undefined
+                ? undefined
+                : events.flatMap((event) =>
+                    event.statement !== undefined && event.at > close.at ? [event.statement] : [],
+                  ),
           };
           throw error;
         }
@@ -221,5 +234,28 @@ export function ormOwnEnd(write: FatalWrite | undefined): boolean {
     write !== undefined &&
     write.statements.length > 0 &&
     write.statements.every((statement) => /^(commit|rollback)\s*;?$/i.test(statement))
+  );
+}
+
+/**
+ * True when a fatal write's statements were all handed to the connection while it was open, except
+ * the ORM's own COMMIT or ROLLBACK after its close: the close came between the hand-off and
+ * postgres.js's write timer, which then wrote to the closed socket (porsager/postgres #1208). No
+ * caller can see that gap (the connection was open when it was handed the statement), so a lock
+ * library's statement in such a write is excused by that name, with the evidence in the report.
+ *
+ * @example
+ * ```ts
+ * handedWhileOpen({ connection: 2, statements: ['WITH p AS (…)', 'rollback'], closedBefore: true, writtenSinceClose: false, handedAfterClose: ['rollback'] }); // true
+ * ```
+ */
+export function handedWhileOpen(write: FatalWrite | undefined): boolean {
+  return (
+    write !== undefined &&
+    write.closedBefore &&
+    write.writtenSinceClose === false &&
+    write.statements.length > 0 &&
+    write.handedAfterClose !== undefined &&
+    write.handedAfterClose.every((statement) => /^(commit|rollback)\s*;?$/i.test(statement))
   );
 }
