@@ -251,11 +251,9 @@ export function ormOwnEnd(write: FatalWrite | undefined): boolean {
  */
 export function handedWhileOpen(write: FatalWrite | undefined): boolean {
   return (
-    write !== undefined &&
-    write.closedBefore &&
+    write?.closedBefore === true &&
     write.writtenSinceClose === false &&
     write.statements.length > 0 &&
-    write.handedAfterClose !== undefined &&
-    write.handedAfterClose.every((statement) => /^(commit|rollback)\s*;?$/i.test(statement))
+    write.handedAfterClose?.every((statement) => /^(commit|rollback)\s*;?$/i.test(statement)) === true
   );
 }
