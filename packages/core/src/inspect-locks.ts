@@ -29,8 +29,8 @@ export interface AdvisoryLockInfo {
   /**
    * For a holder: milliseconds since its current transaction began; for a session lock pglock holds,
    * since it was granted (its connection's statements carry the grant time: of each lock on a shared
-   * connection, of the oldest where more locks share one than the server's 1 kB of statement text
-   * can name; of the oldest term on a shared leader connection); for another session lock, since the
+   * connection, of the oldest for a lock past the 24 oldest its statements name; of the oldest term
+   * on a shared leader connection); for another session lock, since the
    * connection went idle (the server does not record when an advisory lock was granted, so this is an
    * upper bound for a transaction-scoped lock and a lower bound for a foreign session lock).
    */
