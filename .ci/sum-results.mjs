@@ -34,6 +34,13 @@ for (const file of files) {
     for (const t of failedTests(result)) failures.push(`${file}: ${t.fullName}\n  ${why(t.failureMessages)}`);
   }
   for (const r of broken) failures.push(`${file}: ${r.name}: ${String(r.message ?? '').slice(0, 300)}`);
+  // A count the named failures do not explain still gets a line (a CI run once summed 2 failed with 1 named).
+  const named = (report.testResults ?? []).reduce((n, r) => n + failedTests(r).length, 0);
+  if (report.numFailedTests > named) {
+    failures.push(
+      `${file}: ${report.numFailedTests - named} failed test(s) not named in the report's testResults`,
+    );
+  }
   skipped += report.numPendingTests + (report.numTodoTests ?? 0);
   console.log(
     `[${file}] passed ${report.numPassedTests}, failed ${report.numFailedTests}, skipped ${report.numPendingTests}`,

@@ -8,6 +8,7 @@ import { pinnedBackend } from './pooler-check.ts';
 import { cell } from './row-cell.ts';
 import { within } from './run-cancellable.ts';
 import { asError } from './session-held.ts';
+import { pinFailed } from './stale-connection.ts';
 import type { Statement } from './statement.ts';
 
 // One connection that many leaders of a process share (leader-hub.ts): pinned, checked and armed
@@ -77,6 +78,8 @@ export class HubConnection {
     const pinned = await pin(db, (cause) => {
       died ??= asError(cause ?? new Error('the connection ended'));
       connection?.fail(died, 'dead');
+    }).catch((error: unknown) => {
+      throw pinFailed(request, verb, error);
     });
     // Everyone who asked gave up while the pool was exhausted: the late connection goes straight
     // back, unused (a campaign stopped on SIGTERM must not keep the pool's only connection).

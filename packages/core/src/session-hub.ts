@@ -1,4 +1,4 @@
-import { acquire, isConnectionFailure, isConnectionLoss } from './acquire.ts';
+import { acquire, isConnectionFailure } from './acquire.ts';
 import { identifyBackendStatement } from './backend-statements.ts';
 import { silentTrace, type Trace } from './diagnostics.ts';
 import { LockLostError, LockQueryError, LockUsageError } from './errors.ts';
@@ -13,6 +13,7 @@ import { CHANGING_BACKENDS, sessionRefusal } from './pooler-check.ts';
 import { cell } from './row-cell.ts';
 import { asError, callbackContext, sessionCallbackContext } from './session-held.ts';
 import type { SessionLock } from './session-lock.ts';
+import { STALE_RETRIES, staleConnection, staleRetryPause } from './stale-connection.ts';
 import { startBound } from './start-bound.ts';
 import type { Statement } from './statement.ts';
 
@@ -154,14 +155,15 @@ export class SessionHub {
     verb: string,
     deadline: number | undefined,
   ): Promise<HubConnection | 'late'> {
-    // The pool's wait for a connection comes out of the lock's budget, and the signal ends it.
-    const bound = startBound(
-      deadline,
-      request.signal,
-      () => NOT_IN_TIME,
-      () => abortedError(request, verb, request.signal?.reason),
-    );
     for (let attempt = 0; ; attempt++) {
+      // The pool's wait for a connection comes out of the lock's budget, and the signal ends it (a
+      // bound per attempt: one that settled no longer times anything).
+      const bound = startBound(
+        deadline,
+        request.signal,
+        () => NOT_IN_TIME,
+        () => abortedError(request, verb, request.signal?.reason),
+      );
       try {
         const opening = this.#open(request, verb);
         return bound === undefined ? await opening : await bound.wait(opening);
@@ -170,8 +172,12 @@ export class SessionHub {
         // Opened as the last caller gave up, and given back: this call came just after.
         if (error === UNWANTED && attempt === 0) continue;
         // The pool handed out a connection whose backend had ended while it sat idle there (a
-        // terminated backend the driver had not noticed yet): it was given back as dead; one more.
-        if (attempt === 0 && LockQueryError.is(error) && isConnectionLoss(error.cause)) continue;
+        // terminated backend the driver had not noticed yet): it was given back as dead; another
+        // (stale-connection.ts).
+        if (attempt < STALE_RETRIES && staleConnection(error)) {
+          await staleRetryPause(deadline);
+          continue;
+        }
         throw error;
       }
     }

@@ -13,6 +13,7 @@ import { CHANGING_BACKENDS, pinnedBackend, refuseSession } from './pooler-check.
 import { cell } from './row-cell.ts';
 import { asError, HeldSessionLock, sessionContext } from './session-held.ts';
 import { sessionHub } from './session-hub.ts';
+import { pinFailed, STALE_RETRIES, staleConnection, staleRetryPause } from './stale-connection.ts';
 import { startBound } from './start-bound.ts';
 
 /**
@@ -197,40 +198,70 @@ export async function takeSessionLock<Db>(
 
   let died: unknown;
   let holder: HeldSessionLock | undefined;
-  const pinning = pin(db, (cause) => {
-    died ??= cause ?? new Error('the connection ended');
-    holder?.lose(died, 'dead');
-  });
-  // The pool's wait for a connection comes out of the lock's budget, and the signal ends it, as the
-  // start of withLock's transaction does: an exhausted pool must not keep the caller past either
-  // (nor keep a campaign from stopping). A connection that arrives after the caller gave up holds
-  // nothing of this call: it goes straight back.
-  const bound =
-    deadline === undefined && request.signal === undefined
-      ? undefined
-      : startBound(
-          deadline,
-          request.signal,
-          () => NOT_IN_TIME,
-          () => abortedError(request, verb, request.signal?.reason),
-        );
   let pinned: PinnedConnection;
-  try {
-    pinned = bound === undefined ? await pinning : await bound.wait(pinning, handBack);
-  } catch (error) {
-    if (error !== NOT_IN_TIME) {
-      shared?.notAcquired(LockAbortedError.is(error) ? 'aborted' : 'error', error);
-      throw error;
+  let pid: number;
+  for (let round = 0; ; round++) {
+    if (round > 0) await staleRetryPause(deadline);
+    // Each round's connection reports its own death: a first one given back dead says nothing of
+    // the second.
+    let current = true;
+    const pinning = pin(db, (cause) => {
+      if (!current) return;
+      died ??= cause ?? new Error('the connection ended');
+      holder?.lose(died, 'dead');
+    });
+    // The pool's wait for a connection comes out of the lock's budget, and the signal ends it, as
+    // the start of withLock's transaction does: an exhausted pool must not keep the caller past
+    // either (nor keep a campaign from stopping). A connection that arrives after the caller gave up
+    // holds nothing of this call: it goes straight back.
+    const bound =
+      deadline === undefined && request.signal === undefined
+        ? undefined
+        : startBound(
+            deadline,
+            request.signal,
+            () => NOT_IN_TIME,
+            () => abortedError(request, verb, request.signal?.reason),
+          );
+    let candidate: PinnedConnection;
+    try {
+      candidate = bound === undefined ? await pinning : await bound.wait(pinning, handBack);
+    } catch (error) {
+      if (error !== NOT_IN_TIME) {
+        // A pool that hands out a dead connection may fail the pin itself (a driver that checks the
+        // connection as it pins it): another is taken, as below.
+        if (round < STALE_RETRIES && staleConnection(error)) {
+          current = false;
+          died = undefined;
+          continue;
+        }
+        const failure = pinFailed(request, verb, error);
+        shared?.notAcquired(LockAbortedError.is(failure) ? 'aborted' : 'error', failure);
+        throw failure;
+      }
+      shared?.notAcquired('timeout');
+      if (attempt) return undefined;
+      throw notAcquiredError(request, verb);
     }
-    shared?.notAcquired('timeout');
-    if (attempt) return undefined;
-    throw notAcquiredError(request, verb);
+    // The backend is checked before the lock is taken (issue 12 A1, found by the kit's "two
+    // instances trying at once" test): through a transaction-mode pooler the unlock of a lock
+    // refused after it was taken can land on another server backend, leaving the lock held on a
+    // pooled server connection that no client owns.
+    try {
+      pid = await pinnedBackend(port, db, candidate, request, verb, () => died !== undefined);
+      pinned = candidate;
+      break;
+    } catch (error) {
+      // The pool handed out a connection whose backend had ended while it sat idle there: it went
+      // back as dead, and nothing was taken on it (stale-connection.ts).
+      if (round >= STALE_RETRIES || !staleConnection(error)) {
+        shared?.notAcquired('error', error);
+        throw error;
+      }
+      current = false;
+      died = undefined;
+    }
   }
-  // The backend is checked before the lock is taken (issue 12 A1, found by the kit's "two
-  // instances trying at once" test): through a transaction-mode pooler the unlock of a lock refused
-  // after it was taken can land on another server backend, leaving the lock held on a pooled server
-  // connection that no client owns.
-  const pid = await pinnedBackend(port, db, pinned, request, verb, () => died !== undefined);
   if (campaign?.arm !== undefined) {
     try {
       const alive = () =>

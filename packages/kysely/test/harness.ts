@@ -41,7 +41,14 @@ const capabilities = {
 export type Open = (
   url: string,
   max: number,
-) => { readonly db: Kysely<unknown>; count(): number; close(): Promise<void>; readonly sql?: typeof sqlOf };
+) => {
+  readonly db: Kysely<unknown>;
+  count(): number;
+  close(): Promise<void>;
+  readonly sql?: typeof sqlOf;
+  /** postgres.js: how many of its connections closed so far (its `onclose`). */
+  readonly closes?: () => number;
+};
 
 /** What every Kysely harness hands the kit: the adapter over `db`, with `defaults` of its own (`control`). */
 function setupOver(
@@ -121,7 +128,14 @@ export const postgresJs =
   (options: postgres.Options<Record<string, postgres.PostgresType>>): Open =>
   (url, max) => {
     let count = 0;
-    const client = postgres(url, { ...options, max, onnotice: () => undefined, debug: () => void count++ });
+    let closes = 0;
+    const client = postgres(url, {
+      ...options,
+      max,
+      onnotice: () => undefined,
+      debug: () => void count++,
+      onclose: () => void closes++,
+    });
     const db = new Kysely<unknown>({ dialect: new PostgresJSDialect({ postgres: client }) });
     // Kysely's destroy() is sql.end() without a timeout, which never settles once a backend was
     // terminated under a running query (postgres.js keeps that query as in flight): end with one.
@@ -131,7 +145,7 @@ export const postgresJs =
     };
     // The kit's own SQL reads its columns by their names, which a column transform renamed.
     const sql = options.transform === undefined ? sqlOf : unCamel;
-    return { db, count: () => count, close, sql };
+    return { db, count: () => count, close, sql, closes: () => closes };
   };
 
 /** {@link sqlOf} with column names back in snake_case (undoes `transform: postgres.camel`). */

@@ -32,7 +32,10 @@ describe.each(dialects)('Kysely specifics ($name)', (dialect) => {
     return instance.db;
   };
   afterEach(async () => {
-    await Promise.allSettled(opened.splice(0).map((instance) => instance.close()));
+    const closes = await Promise.allSettled(
+      opened.splice(0).map((instance) => step('close the instance', instance.close())),
+    );
+    for (const close of closes) if (close.status === 'rejected') throw close.reason;
   });
   const swallowFailure = async (trx: Kysely<unknown>) => {
     await sql`SELECT pglock_no_such_function()`.execute(trx).catch(() => undefined);
@@ -185,25 +188,61 @@ describe.each(dialects)('Kysely specifics ($name)', (dialect) => {
 
   it('a session lock whose backend is terminated: lost, and the pool of one serves the next query', async () => {
     const { name, key } = t.unique('session-dead');
-    const db = open(1);
+    const instance = dialect.open(t.url, 1);
+    opened.push(instance);
+    const { db } = instance;
     const locks = advisoryLocks(db, { control: open(1) });
-    const handle = await locks.acquireSessionLock(name, { heartbeatMs: 50 });
-    await t.backdoor.terminate(handle.pid);
-    const reason = await new Promise<unknown>((resolve) => {
-      if (handle.signal.aborted) resolve(handle.signal.reason);
-      handle.signal.addEventListener('abort', () => resolve(handle.signal.reason), { once: true });
-    });
+    // Each step bounded well inside the test's timeout, so a stuck one names itself (a CI run once
+    // timed out here with no word of where).
+    const handle = await step('acquire', locks.acquireSessionLock(name, { heartbeatMs: 50 }));
+    const closedBefore = instance.closes?.() ?? 0;
+    await step('terminate', t.backdoor.terminate(handle.pid));
+    const reason = await step(
+      'signal aborts',
+      new Promise<unknown>((resolve) => {
+        if (handle.signal.aborted) resolve(handle.signal.reason);
+        handle.signal.addEventListener('abort', () => resolve(handle.signal.reason), { once: true });
+      }),
+    );
     expect(LockLostError.is(reason)).toBe(true);
-    expect(await handle.release().catch((e: unknown) => e)).toBe(reason);
+    expect(
+      await step(
+        'release',
+        handle.release().catch((e: unknown) => e),
+      ),
+    ).toBe(reason);
     expect(await t.backdoor.locksOn(key)).toEqual([]);
     // postgres.js: the dead reserved connection was not handed back (its next query would crash
-    // the process, porsager/postgres#1208); postgres.js reopens it for this query by itself.
-    const { rows } = await sql<{ one: number }>`SELECT 1 AS one`.execute(db);
+    // the process, porsager/postgres#1208); postgres.js reopens it for this query by itself, once it
+    // has seen it close. The lost signal can come first (another connection said the backend is
+    // gone), and a reserve() queued when the close comes is dropped for good (porsager/postgres#1195:
+    // a CI run timed out here under load), so the app's query waits for the driver's close.
+    const { closes } = instance;
+    if (closes !== undefined) {
+      await step(
+        'postgres.js sees the close',
+        t.backdoor.waitFor('the close', async () => closes() > closedBefore),
+      );
+    }
+    const { rows } = await step('SELECT 1', sql<{ one: number }>`SELECT 1 AS one`.execute(db));
     expect(rows).toEqual([{ one: 1 }]);
-    const again = await locks.acquireSessionLock(name);
-    await again.release();
+    const again = await step('acquire again', locks.acquireSessionLock(name));
+    await step('release again', again.release());
   });
 });
+
+/** `promise`, or a failure naming `label` once it has taken 15 s. */
+async function step<T>(label: string, promise: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`step "${label}" did not settle within 15 s`)), 15_000);
+  });
+  try {
+    return await Promise.race([promise, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
 
 describe('postgres.js with transform: postgres.camel', () => {
   it('inspectLocks and session locks read their columns (issue 12 D15)', async () => {

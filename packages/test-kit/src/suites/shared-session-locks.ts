@@ -252,6 +252,35 @@ export function sharedSessionLocksSuite(ctx: SuiteContext): void {
       expect(crashes.stop().map(String)).toEqual([]);
     });
 
+    it.each(['shared', 'dedicated'] as const)(
+      'a pooled connection whose backend was terminated as it sat idle: the next %s session lock is held on a live one, no error, no crash',
+      async (mode) => {
+        const instance = await ctx.open();
+        const crashes = watchCrashes();
+        const verbs = sessionVerbs(instance.locks);
+        const { name, key } = ctx.name(`idle-killed-${mode}`);
+        const first = await verbs.acquireSessionLock(name, { connection: mode });
+        const idle = first.pid;
+        await first.release();
+        // Not waited for: the pool may still count the connection as idle when the next call asks
+        // for one (its first statement then finds it dead, and pglock takes another).
+        await ctx.backdoor.query('SELECT pg_terminate_backend($1::int)', [idle]);
+        const next = await settlesWithin(
+          verbs.acquireSessionLock(name, { connection: mode }),
+          10_000,
+          'the next lock',
+        );
+        expect(next.pid).not.toBe(idle);
+        expect(await ctx.backdoor.locksOn(key)).toEqual([
+          { pid: next.pid, granted: true, mode: 'ExclusiveLock' },
+        ]);
+        await next.release();
+        expect(await ctx.backdoor.locksOn(key)).toEqual([]);
+        await settlesWithin(instance.close(), 5_000, 'close()');
+        expect(crashes.stop().map(String)).toEqual([]);
+      },
+    );
+
     it('inspectLocks().heldMs of each lock on a shared connection is its own (heartbeatMs 300)', async () => {
       const older = ctx.name('shared-held-older');
       const newer = ctx.name('shared-held-newer');
