@@ -7,7 +7,7 @@ import type { LockPort, PortConnection, TransactionRequest } from './lock-port.t
 import { abortedError, describeKeys, notAcquiredError } from './messages.ts';
 import { type LockContext, rememberTransaction, runInContext } from './nesting.ts';
 import { SqlState, sqlStateOf } from './sql-state.ts';
-import { startBound } from './start-bound.ts';
+import { requestBound } from './start-bound.ts';
 import type { TryResult, VerbScope } from './transaction-lock.ts';
 import { type CheckedTransactionSettings, NO_TRANSACTION_SETTINGS } from './transaction-settings.ts';
 import { failedCheck } from './transaction-statements.ts';
@@ -75,15 +75,7 @@ export async function ownTransaction<Db, Tx, T>(
   let asked = false;
   // The pool's wait and the ORM's BEGIN come out of the same budget, and the signal ends them too.
   // Most calls have neither a deadline nor a signal: no bound, and no closures built for one.
-  const bound =
-    deadline === undefined && request.signal === undefined
-      ? undefined
-      : startBound(
-          deadline,
-          request.signal,
-          () => new NotTaken(notAcquiredError(request, verb)),
-          () => abortedError(request, verb, request.signal?.reason),
-        );
+  const bound = requestBound(request, verb, deadline, () => new NotTaken(notAcquiredError(request, verb)));
   try {
     const running = port.transaction(
       db,

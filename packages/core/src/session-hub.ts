@@ -1,20 +1,20 @@
 import { acquire, isConnectionFailure } from './acquire.ts';
 import { identifyBackendStatement } from './backend-statements.ts';
 import { silentTrace, type Trace } from './diagnostics.ts';
-import { LockLostError, LockQueryError, LockUsageError } from './errors.ts';
+import { LockLostError, LockUsageError } from './errors.ts';
 import { HubConnection, UNWANTED } from './hub-connection.ts';
 import { heldMarker, marked, tagOf } from './hub-statements.ts';
 import type { LockKey } from './lock-key.ts';
 import type { LockRequest } from './lock-options.ts';
 import type { LockPort, PortConnection, Row } from './lock-port.ts';
 import { releaseStatements } from './lock-statements.ts';
-import { abortedError, describeKeys, queryFailed, sessionLostError } from './messages.ts';
+import { describeKeys, queryFailed, sessionLostError } from './messages.ts';
 import { CHANGING_BACKENDS, sessionRefusal } from './pooler-check.ts';
 import { cell } from './row-cell.ts';
 import { asError, callbackContext, sessionCallbackContext } from './session-held.ts';
 import type { SessionLock } from './session-lock.ts';
 import { STALE_RETRIES, staleConnection, staleRetryPause } from './stale-connection.ts';
-import { startBound } from './start-bound.ts';
+import { requestBound } from './start-bound.ts';
 import type { Statement } from './statement.ts';
 
 // Connection economy for plain session locks (issue 26 item 4), after DistributedLock's optimistic
@@ -158,12 +158,7 @@ export class SessionHub {
     for (let attempt = 0; ; attempt++) {
       // The pool's wait for a connection comes out of the lock's budget, and the signal ends it (a
       // bound per attempt: one that settled no longer times anything).
-      const bound = startBound(
-        deadline,
-        request.signal,
-        () => NOT_IN_TIME,
-        () => abortedError(request, verb, request.signal?.reason),
-      );
+      const bound = requestBound(request, verb, deadline, () => NOT_IN_TIME);
       try {
         const opening = this.#open(request, verb);
         return bound === undefined ? await opening : await bound.wait(opening);

@@ -14,7 +14,7 @@ import { cell } from './row-cell.ts';
 import { asError, HeldSessionLock, sessionContext } from './session-held.ts';
 import { sessionHub } from './session-hub.ts';
 import { pinFailed, STALE_RETRIES, staleConnection, staleRetryPause } from './stale-connection.ts';
-import { startBound } from './start-bound.ts';
+import { requestBound } from './start-bound.ts';
 
 /**
  * Options of session locks: core's, plus the liveness check of the pinned connection.
@@ -214,15 +214,7 @@ export async function takeSessionLock<Db>(
     // the start of withLock's transaction does: an exhausted pool must not keep the caller past
     // either (nor keep a campaign from stopping). A connection that arrives after the caller gave up
     // holds nothing of this call: it goes straight back.
-    const bound =
-      deadline === undefined && request.signal === undefined
-        ? undefined
-        : startBound(
-            deadline,
-            request.signal,
-            () => NOT_IN_TIME,
-            () => abortedError(request, verb, request.signal?.reason),
-          );
+    const bound = requestBound(request, verb, deadline, () => NOT_IN_TIME);
     let candidate: PinnedConnection;
     try {
       candidate = bound === undefined ? await pinning : await bound.wait(pinning, handBack);

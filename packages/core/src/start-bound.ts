@@ -1,4 +1,6 @@
 import { onAbort } from './abort-listeners.ts';
+import type { LockRequest } from './lock-options.ts';
+import { abortedError } from './messages.ts';
 
 /**
  * The time before a pglock transaction's body runs (the pool's wait for a connection, the ORM's
@@ -95,4 +97,29 @@ export function startBound(
  */
 export function timerDelay(deadline: number): number {
   return Math.max(0, Math.ceil(deadline - performance.now()));
+}
+
+/**
+ * The {@link StartBound} of a lock call: its `deadline` and `request.signal`, the signal ending it
+ * with the call's LockAbortedError and the deadline with what `late()` makes. `undefined` for a
+ * call with neither (most calls: no closures are built for them).
+ *
+ * @example
+ * ```ts
+ * import { requestBound } from './start-bound.ts';
+ *
+ * const bound = requestBound(request, 'acquireSessionLock', performance.now() + 500, () => new Error('late'));
+ * const connection = bound === undefined ? await pinning : await bound.wait(pinning);
+ * ```
+ */
+export function requestBound(
+  request: LockRequest,
+  verb: string,
+  deadline: number | undefined,
+  late: () => unknown,
+): StartBound | undefined {
+  if (deadline === undefined && request.signal === undefined) return undefined;
+  return startBound(deadline, request.signal, late, () =>
+    abortedError(request, verb, request.signal?.reason),
+  );
 }
