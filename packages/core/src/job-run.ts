@@ -1,4 +1,5 @@
 import { onAbort } from './abort-listeners.ts';
+import { backendAliveStatement } from './backend-statements.ts';
 import { watchedConnection } from './backend-watchdog.ts';
 import { InvalidLockOptionsError, TransactionRolledBackError } from './errors.ts';
 import { JobTimedOutError, LockTableMissingError } from './job-errors.ts';
@@ -148,6 +149,8 @@ export class JobRun<Db, Tx> {
   readonly #verb: string;
   readonly #nested: boolean;
   #timedOut: ((error: JobTimedOutError) => void) | undefined;
+  /** The backend the claim ran on (its row's pid), once claimed. */
+  #pid: number | undefined;
   /**
    * Rejects with `JobTimedOutError` once a run that went over `maxRunMs` has been rolled back, recorded
    * and its lock released: the call answers then, while its transaction still waits for the job to
@@ -217,6 +220,7 @@ export class JobRun<Db, Tx> {
       await connection.query(rollbackToClaim);
       return { ran: false, reason: 'failed', attempts: prior };
     }
+    this.#pid = Number(cell(row ?? {}, 'pid'));
     const cancel = this.#limits.maxRunMs === undefined ? undefined : this.#canceller(connection, row);
     // From here on pglock's own statements settle also when the connection's backend ends under
     // them (a driver that never settles a statement in flight at a close: backend-watchdog.ts).
@@ -316,6 +320,11 @@ export class JobRun<Db, Tx> {
       { keys: [this.#key], maxRunMs, attempt },
     );
     late.abort.abort(error);
+    // A connection that closed under the job gets nothing more: the server rolled the transaction
+    // back and released the lock, and a statement written to a postgres.js connection that closed
+    // kills the process from a timer (porsager/postgres#1208; the chaos run saw this ROLLBACK TO
+    // SAVEPOINT written 29 ms after the close).
+    if (await this.#backendGone()) return this.#answer(late, error);
     // Settles once the job's statement in flight (if any) has ended, cancelled or not.
     const stop = new AbortController();
     const drained = runCancellable(connection, inFlightMarker, stop.signal, cancel);
@@ -432,6 +441,22 @@ export class JobRun<Db, Tx> {
   }
 
   /** Runs one statement on a control connection of the port (none where the database has one connection). */
+  /**
+   * Whether another connection says the claim's backend has ended (`false` when nothing can ask, or
+   * no answer came within 2 s: then the connection is used as before).
+   */
+  async #backendGone(): Promise<boolean> {
+    const control = this.#control();
+    const pid = this.#pid;
+    if (control === undefined || pid === undefined || !Number.isInteger(pid) || pid <= 0) return false;
+    try {
+      const rows = (await within(control(backendAliveStatement(pid)), 2_000, 'no answer')) as readonly Row[];
+      return Number(cell(rows[0] ?? {}, 'alive')) === 0;
+    } catch {
+      return false;
+    }
+  }
+
   #control(): ((statement: Statement) => Promise<unknown>) | undefined {
     const { port, db } = this.#scope;
     const open = port.controlConnection?.bind(port);

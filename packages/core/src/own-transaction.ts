@@ -6,7 +6,7 @@ import type { LockRequest } from './lock-options.ts';
 import type { LockPort, PortConnection, TransactionRequest } from './lock-port.ts';
 import { abortedError, describeKeys, notAcquiredError } from './messages.ts';
 import { type LockContext, rememberTransaction, runInContext } from './nesting.ts';
-import { SqlState, sqlStateOf } from './sql-state.ts';
+import { SqlState, saysConnectionEnded, sqlStateOf } from './sql-state.ts';
 import { requestBound } from './start-bound.ts';
 import type { TryResult, VerbScope } from './transaction-lock.ts';
 import { type CheckedTransactionSettings, NO_TRANSACTION_SETTINGS } from './transaction-settings.ts';
@@ -76,6 +76,8 @@ export async function ownTransaction<Db, Tx, T>(
   // The pool's wait and the ORM's BEGIN come out of the same budget, and the signal ends them too.
   // Most calls have neither a deadline nor a signal: no bound, and no closures built for one.
   const bound = requestBound(request, verb, deadline, () => new NotTaken(notAcquiredError(request, verb)));
+  // What the callback threw, if it did.
+  let thrown: { readonly error: unknown } | undefined;
   try {
     const running = port.transaction(
       db,
@@ -122,7 +124,13 @@ export async function ownTransaction<Db, Tx, T>(
         };
         if (!port.reusesTransactionHandle) rememberTransaction(context);
         // Rejects after the callback if it left a nested call running, or its work beside one was undone.
-        const result = await runInContext(context, fn, tx);
+        let result: T;
+        try {
+          result = await runInContext(context, fn, tx);
+        } catch (error) {
+          thrown = { error };
+          throw error;
+        }
         if (!transactionOpen(connection)) await assertNotFailed(port, connection, request, verb, false);
         return result;
       },
@@ -136,6 +144,10 @@ export async function ownTransaction<Db, Tx, T>(
       throw error.error;
     }
     if (!asked && LockAbortedError.is(error)) endedEarly(request, 'aborted', error);
+    // The callback threw, then the ORM's ROLLBACK failed on a connection that had ended, and the ORM
+    // rejects with that (Drizzle and Kysely over node-postgres): the server rolled back as the
+    // connection ended, and the callback's error is the one that says what happened.
+    if (thrown !== undefined && error !== thrown.error && saysConnectionEnded(error)) throw thrown.error;
     throw error;
   } finally {
     leaveQueue?.();

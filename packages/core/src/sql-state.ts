@@ -69,6 +69,7 @@ export function saysConnectionEnded(error: unknown, depth = 0): boolean {
   if (state !== undefined && (state.startsWith('08') || /^57P0[1235]$/.test(state))) return true;
   const { code, message, cause } = error as { code?: unknown; message?: unknown; cause?: unknown };
   if (typeof code === 'string' && ENDED_CODES.has(code)) return true;
-  if (typeof message === 'string' && /^Connection terminated/.test(message)) return true;
+  // node-postgres: its socket closed, or a client that saw it close asked again.
+  if (typeof message === 'string' && /^Connection terminated|is not queryable$/.test(message)) return true;
   return saysConnectionEnded(cause, depth + 1);
 }

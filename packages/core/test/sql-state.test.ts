@@ -80,6 +80,14 @@ describe('saysConnectionEnded', () => {
     ['postgres.js closed', driverError({ code: 'CONNECTION_CLOSED' })],
     ['a reset socket', driverError({ code: 'ECONNRESET' })],
     ['node-postgres', new Error('Connection terminated unexpectedly')],
+    [
+      'node-postgres, a client that saw its connection fail',
+      new Error('Client has encountered a connection error and is not queryable'),
+    ],
+    [
+      "Drizzle's failed ROLLBACK on such a client",
+      new Error('Failed query: rollback', { cause: new Error('Client was closed and is not queryable') }),
+    ],
     ['wrapped by an ORM', new Error('query failed', { cause: driverError({ code: '57P01' }) })],
   ])('true for %s', (_, error) => {
     expect(saysConnectionEnded(error)).toBe(true);

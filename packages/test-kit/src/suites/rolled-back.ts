@@ -1,6 +1,6 @@
 import { TransactionRolledBackError } from '@pglock/core';
 import { describe, expect, it } from 'vitest';
-import { missing, type SuiteContext, skipped } from '../context.ts';
+import { firstReason, missing, pidOf, type SuiteContext, skipped } from '../context.ts';
 
 /**
  * Rolled-back commits (issue 12 A5): when a statement failed inside the callback and the callback
@@ -14,7 +14,33 @@ export function rolledBackSuite(ctx: SuiteContext): void {
     'an in-process database of its own: the backdoor cannot see its tables and locks',
   );
 
+  const noTerminate = firstReason(
+    noBackdoor,
+    missing(
+      ctx.harness.capabilities,
+      'survivesTerminatedTransaction',
+      'the driver kills the process when the ORM writes its ROLLBACK to a connection whose backend was terminated (porsager/postgres#1208, docs/reliability.md)',
+    ),
+  );
+
   describe('rolled-back commits', () => {
+    it.skipIf(noTerminate)(
+      `a callback that throws after its backend was terminated: the call rejects with the callback's error, not with the ORM's failed ROLLBACK, and nothing stays locked${skipped(noTerminate)}`,
+      async () => {
+        const { name, key } = ctx.name('thrown-after-terminate');
+        const instance = await ctx.open();
+        const thrown = new Error('the callback gave up');
+        const error = await instance
+          .withLock(name, async (sql) => {
+            await ctx.backdoor.terminate(await pidOf(sql));
+            throw thrown;
+          })
+          .catch((e: unknown) => e);
+        expect(error).toBe(thrown);
+        expect(await ctx.backdoor.locksOn(key)).toEqual([]);
+      },
+    );
+
     it.skipIf(noBackdoor)(
       `A5: a callback that catches a failed statement and returns: TransactionRolledBackError, nothing written${skipped(noBackdoor)}`,
       async () => {

@@ -8,7 +8,16 @@ import {
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { Backdoor } from '../backdoor.ts';
 import { Child, processTestTimeout } from '../child.ts';
-import { deferred, firstReason, missing, outcome, type SuiteContext, skipped, sleep } from '../context.ts';
+import {
+  deferred,
+  firstReason,
+  missing,
+  outcome,
+  type SuiteContext,
+  skipped,
+  sleep,
+  watchCrashes,
+} from '../context.ts';
 import type { AdapterInstance } from '../harness.ts';
 
 // Serialises the one-time setup with the scheduling suite's (the same backdoor session lock).
@@ -90,6 +99,14 @@ function runLimitsTests(ctx: SuiteContext): void {
   const noProcesses = firstReason(noBackdoor, ctx.noProcesses);
   const noCancel = firstReason(noBackdoor, missing(capabilities, 'abort', 'nothing can cancel a statement'));
   const timerTimeout = (capabilities.transactionSettings ?? []).includes('timeout');
+  const noTerminate = firstReason(
+    noCancel,
+    missing(
+      capabilities,
+      'survivesTerminatedTransaction',
+      'the driver kills the process when the ORM writes its ROLLBACK to a connection whose backend was terminated (porsager/postgres#1208, docs/reliability.md)',
+    ),
+  );
 
   beforeAll(() => setUpTable(ctx.backdoor));
 
@@ -237,6 +254,32 @@ function runLimitsTests(ctx: SuiteContext): void {
         expect(await rowsOf(ctx.backdoor, table)).toEqual(['2:2']);
         await expectHealthy(ctx.backdoor, pid);
         expect(await jobRow(ctx.backdoor, key)).toMatchObject({ outcome: 'ok', attempts: 2 });
+      },
+    );
+
+    it.skipIf(noTerminate)(
+      `a job whose backend is terminated while it waits in JS: at maxRunMs the call rejects with JobTimedOutError, pglock writes nothing to the closed connection, nothing crashes or stays locked, and the period runs again${skipped(noTerminate)}`,
+      async () => {
+        const [instance, other] = [await ctx.open(), await ctx.open()];
+        const crashes = watchCrashes();
+        const { name, key } = ctx.name('max-run-terminated');
+        let pid = 0;
+        const error = await instance.locks
+          .runOnce(name, { per: '1d', maxRunMs: 500 }, async (tx, { signal }) => {
+            pid = Number((await instance.sqlOn(tx)('SELECT pg_backend_pid() AS pid'))[0]?.pid);
+            await ctx.backdoor.terminate(pid);
+            await new Promise((_, reject) => {
+              signal.addEventListener('abort', () => reject(signal.reason), { once: true });
+            });
+          })
+          .catch((e: unknown) => e);
+        expect(JobTimedOutError.is(error), String(error)).toBe(true);
+        expect(await grantedOn(ctx.backdoor, key)).toBe(0);
+        const next = await other.locks.runOnce(name, { per: '1d' }, async () => 'next');
+        expect(next).toMatchObject({ ran: true, value: 'next' });
+        // A write from a timer to the closed connection would have crashed the process by now.
+        await sleep(100);
+        expect(crashes.stop().map(String)).toEqual([]);
       },
     );
 
