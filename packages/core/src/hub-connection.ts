@@ -1,4 +1,5 @@
 import { backendAliveStatement } from './backend-statements.ts';
+import { freshAnswer } from './fresh-answer.ts';
 import { heldKeysStatement } from './hub-statements.ts';
 import type { Lease } from './leader-lease.ts';
 import type { LockRequest } from './lock-options.ts';
@@ -141,17 +142,20 @@ export class HubConnection {
    * The heartbeat: the advisory locks this backend holds, within `ms`, as `tag:mode` (`tagOf(key)`,
    * then `x` or `s`). A port that checks from elsewhere (postgres.js, porsager/postgres#1208) asks
    * with `elsewhere` first, and writes to this connection only once that answered: the keepalive,
-   * which also renews the lease and the server's idle clock. `marker` is `heldMarker`'s.
+   * which also renews the lease and the server's idle clock. `marker` is `heldMarker`'s. `fresh`:
+   * a slow answer from elsewhere is asked again (before a release: fresh-answer.ts).
    */
   async heldKeys(
     ms: number,
     elsewhere: (statement: Statement) => Promise<readonly Row[]>,
     marker: string,
+    fresh = false,
   ): Promise<Set<string>> {
     const bound = this.checksFromControl ? Math.max(ms, MIN_CONTROL_CHECK_MS) : ms;
     const message = `the connection did not answer a heartbeat within ${bound} ms`;
     if (this.checksFromControl) {
-      const rows = await within(elsewhere(heldKeysStatement(this.pid, marker)), bound, message);
+      const ask = () => elsewhere(heldKeysStatement(this.pid, marker));
+      const rows = await within(fresh ? freshAnswer(ask) : ask(), bound, message);
       if (rows.length === 0) return new Set();
     }
     const rows = await within(this.run(heldKeysStatement(undefined, marker)), bound, message);

@@ -472,6 +472,7 @@ export class LeaderHub implements TermOwner {
             this.#timing.heartbeatMs,
             (statement) => this.#port.query(this.#db, statement),
             heldMarker(this.#oldestSince(connection)),
+            true,
           );
           if (!held.has(`${tagOf(term.key)}:x`)) {
             const gone = new Error(`backend ${connection.pid} no longer holds it`);

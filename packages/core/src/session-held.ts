@@ -1,6 +1,7 @@
 import { heldStatement } from './backend-statements.ts';
 import type { Trace } from './diagnostics.ts';
 import { LockLostError } from './errors.ts';
+import { freshAnswer } from './fresh-answer.ts';
 import type { LockKey } from './lock-key.ts';
 import type { LockRequest } from './lock-options.ts';
 import type { LockPort, PinnedConnection, PortConnection } from './lock-port.ts';
@@ -102,10 +103,13 @@ export class HeldSessionLock implements SessionLock {
   }
 
   /** How many of the keys the backend holds, asked where the port says (never a dead connection). */
-  #holds(): Promise<boolean> {
+  #holds(fresh = false): Promise<boolean> {
+    const ask = () => this.#port.query(this.#db, this.#check);
     const run =
       this.#pinned.heartbeatOn === 'control'
-        ? this.#port.query(this.#db, this.#check)
+        ? fresh
+          ? freshAnswer(ask)
+          : ask()
         : this.#pinned.query(this.#check);
     return run.then(([row]) => Number(cell(row ?? {}, 'held')) === this.keys.length);
   }
@@ -160,7 +164,8 @@ export class HeldSessionLock implements SessionLock {
     }
     // Where the port keeps statements off a connection that may have failed, ask elsewhere first.
     if (this.#pinned.heartbeatOn === 'control') {
-      const holds = await this.#holds().catch(() => false);
+      // Fresh: the unlock below is written on the strength of this answer (fresh-answer.ts).
+      const holds = await this.#holds(true).catch(() => false);
       if (!holds) {
         const lost = new LockLostError(
           `The session ${describeKeys(this.#request)} was no longer held at release: its connection died.`,

@@ -310,6 +310,7 @@ export class SessionHub {
             this.#heartbeatMs,
             (statement) => this.#port.query(this.db, statement),
             this.#marker(connection),
+            true,
           );
           if (!handle.holdsIn(held)) {
             const gone = new Error(`backend ${connection.pid} no longer holds it`);

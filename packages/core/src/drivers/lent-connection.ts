@@ -1,4 +1,5 @@
 import { backendAliveStatement, unlockAllStatement } from '../backend-statements.ts';
+import { freshAnswer } from '../fresh-answer.ts';
 import type { ControlConnection, PinnedConnection, Row } from '../lock-port.ts';
 import { backendPidStatement } from '../lock-statements.ts';
 import { cell } from '../row-cell.ts';
@@ -110,7 +111,7 @@ export async function lentPin(
   // `undefined`: no answer (a busy pool, or the control statement failed: its own connection may
   // have been the one terminated, and the pin may live); only the server's "gone" is `false`.
   const alive = (): Promise<boolean | undefined> => {
-    const answer = control(backendAliveStatement(pid)).then(
+    const answer = freshAnswer(() => control(backendAliveStatement(pid))).then(
       ([row]) => Number(cell(row ?? {}, 'alive')) > 0,
       () => undefined,
     );
