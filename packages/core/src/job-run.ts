@@ -2,6 +2,7 @@ import { onAbort } from './abort-listeners.ts';
 import { backendAliveStatement } from './backend-statements.ts';
 import { watchedConnection } from './backend-watchdog.ts';
 import { InvalidLockOptionsError, TransactionRolledBackError } from './errors.ts';
+import { freshAnswer } from './fresh-answer.ts';
 import { JobTimedOutError, LockTableMissingError } from './job-errors.ts';
 import {
   abortTransaction,
@@ -404,6 +405,10 @@ export class JobRun<Db, Tx> {
     // lock), and a statement written to it now can crash a postgres.js process (porsager/postgres#1208,
     // seen in the chaos run as pglock's own ROLLBACK TO SAVEPOINT): nothing more is sent.
     if (saysConnectionEnded(run.error)) return;
+    // The job's own error says nothing of its connection, which may have closed while the job ran
+    // (the chaos run saw this ROLLBACK TO SAVEPOINT written 1 ms after a close): asked first, where
+    // another connection can answer (a failed run only).
+    if (await this.#backendGone()) return;
     try {
       await connection.query(rollbackToClaim);
       await connection.query(
@@ -450,7 +455,8 @@ export class JobRun<Db, Tx> {
     const pid = this.#pid;
     if (control === undefined || pid === undefined || !Number.isInteger(pid) || pid <= 0) return false;
     try {
-      const rows = (await within(control(backendAliveStatement(pid)), 2_000, 'no answer')) as readonly Row[];
+      const ask = () => control(backendAliveStatement(pid)) as Promise<readonly Row[]>;
+      const rows = await within(freshAnswer(ask), 2_000, 'no answer');
       return Number(cell(rows[0] ?? {}, 'alive')) === 0;
     } catch {
       return false;
